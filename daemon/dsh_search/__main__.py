@@ -1,0 +1,112 @@
+"""Command line: `dsh-search [options]` — verify the sidecar, load the config, serve stdin/stdout.
+
+Exit statuses: 0 normal end, 2 invalid configuration or usage, 3 unusable ripgrep sidecar. Each
+failure writes exactly one line to stderr and nothing to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any, NoReturn
+
+from . import __version__
+from .config import KEYS, ConfigError, build, load_file, parse_flag_value
+from .sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
+
+EXIT_USAGE = 2
+EXIT_SIDECAR = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One stderr line, as for every other configuration problem.
+        self.exit(EXIT_USAGE, f"dsh-search: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="dsh-search",
+        description="JSON-RPC 2.0 search daemon (glob, grep, terminal scrollback) on stdin/stdout.",
+        epilog="Exit status: 0 ok, 2 invalid configuration, 3 unusable ripgrep sidecar.",
+    )
+    p.add_argument("--version", action="store_true", help="print the daemon and ripgrep versions and exit")
+    p.add_argument("--check", action="store_true", help="verify sidecar and config, print them as JSON, exit")
+    p.add_argument("--config", metavar="FILE", help="JSON object with configuration keys")
+    p.add_argument("--workdir", metavar="DIR", help="default cwd of searches (default: current directory)")
+    p.add_argument("--framing", choices=("auto", "ndjson", "lsp"), default="auto", help="default: auto")
+    p.add_argument(
+        "--log-level", choices=("debug", "info", "warning", "error"), default="warning", help="stderr logging"
+    )
+    if not is_frozen():
+        p.add_argument("--rg", metavar="PATH", help="ripgrep binary (unfrozen daemon only)")
+    for key in KEYS:
+        if key.kind == "list":
+            p.add_argument(key.flag, dest=key.name, action="append", metavar="VALUE", help=f"{key.name} entry")
+        else:
+            metavar = {"bool": "true|false", "posint": "N", "str": "TEXT"}[key.kind]
+            p.add_argument(key.flag, dest=key.name, metavar=metavar, help=f"set {key.name}")
+    return p
+
+
+def _fail(status: int, message: str) -> NoReturn:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+    raise SystemExit(status)
+
+
+def _config_values(args: argparse.Namespace) -> dict[str, Any]:
+    values: dict[str, Any] = load_file(args.config) if args.config else {}
+    for key in KEYS:
+        raw = getattr(args, key.name)
+        if raw is None:
+            continue
+        values[key.name] = list(raw) if key.kind == "list" else parse_flag_value(key, raw)
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        stream=sys.stderr,
+        format="dsh-search %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        rg: Ripgrep = verify(locate(getattr(args, "rg", None), os.environ), os.environ)
+    except SidecarError as err:
+        _fail(EXIT_SIDECAR, str(err))
+    if args.version:
+        print(f"dsh-search {__version__}\n{rg.version_text} ({rg.path})")
+        return 0
+    try:
+        config = build(_config_values(args))
+    except ConfigError as err:
+        _fail(EXIT_USAGE, str(err))
+    workdir = os.path.abspath(args.workdir or os.getcwd())
+    if not os.path.isdir(workdir):
+        _fail(EXIT_USAGE, f"dsh-search: workdir {workdir} is not a directory")
+    if args.check:
+        import orjson
+
+        report = {
+            "version": __version__,
+            "executable": os.path.realpath(sys.executable) if is_frozen() else None,
+            "frozen": is_frozen(),
+            "ripgrep": {"path": rg.path, "version": rg.version},
+            "workdir": workdir,
+            "config": config.as_json(),
+        }
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        return 0
+
+    from .daemon import serve
+
+    framing = None if args.framing == "auto" else args.framing
+    return serve(config=config, rg=rg, workdir=workdir, framing=framing)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

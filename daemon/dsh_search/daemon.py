@@ -1,0 +1,68 @@
+"""Wire the parts together and run the server until it ends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from . import __version__, lifecycle, mcp, rpc, texts
+from .app import App
+from .config import Config
+from .errors import SEARCH_ABORTED, ToolError
+from .framing import Framing
+from .registry import REGISTRY, dispatch_table
+from .ripgrep import child_environment
+from .server import CANCEL_LSP, Hooks, Server
+from .sidecar import Ripgrep, is_frozen
+
+# Importing a method module registers its methods.
+_METHOD_MODULES = (lifecycle, mcp)
+
+
+def tool_of(call: rpc.Call) -> str | None:
+    """The model-facing tool a call runs, if any (its name words cancellation texts)."""
+    spec = REGISTRY.get(call.method)
+    if spec is None:
+        return None
+    if spec.tool == "*" and isinstance(call.params, dict):  # tools/call: the tool is in the params
+        name = call.params.get("name")
+        return name if isinstance(name, str) and REGISTRY.get(name, spec).tool == name else None
+    return spec.tool
+
+
+def cancelled_response(call: rpc.Call, reason: str) -> dict[str, Any] | None:
+    tool = tool_of(call)
+    if reason == CANCEL_LSP:
+        data = ToolError(SEARCH_ABORTED, texts.aborted(tool)).data() if tool else rpc.NO_ID
+        return rpc.error(call.id, rpc.REQUEST_CANCELLED, "Request cancelled", data)
+    if tool is None:
+        return rpc.error(call.id, rpc.REQUEST_CANCELLED, "Request cancelled: the server is exiting")
+    err = ToolError(SEARCH_ABORTED, texts.aborted(tool))
+    if call.method == "tools/call":
+        return rpc.result(call.id, mcp.error_result(err))
+    return rpc.error(call.id, err.jsonrpc_code, err.message, err.data())
+
+
+def make_app(config: Config, rg: Ripgrep, workdir: str) -> App:
+    return App(
+        config=config,
+        rg=rg,
+        rg_env=child_environment(os.environ, frozen=is_frozen()),
+        workdir=workdir,
+        version=__version__,
+    )
+
+
+def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> int:
+    app = make_app(config, rg, workdir)
+    server = Server(
+        context=app,
+        hooks=Hooks(dispatch_table(), cancelled_response),
+        max_message_bytes=config.max_message_bytes,
+        grace_s=config.grace_ms / 1000,
+        framing=Framing(framing) if framing else None,
+        on_exit=app.groups.kill_all,
+    )
+    app.server = server
+    return asyncio.run(server.serve())

@@ -1,0 +1,225 @@
+"""One ripgrep run: argv, environment, process group, output caps, termination.
+
+Every search goes through `run()`. ripgrep gets an argv list (never a shell) that starts with
+`--no-config`, stdin from /dev/null (or the bytes given), its own session and process group, and the
+scrubbed environment of SPEC §1. stdout is collected up to a byte cap; the moment it passes the cap
+the group is terminated rather than left to finish (a fix over upstream, which waited). stderr keeps
+its tail. Cancelling the awaiting task — a timeout, `$/cancelRequest`, shutdown — terminates the whole
+group: SIGTERM, then SIGKILL once the grace has passed, and the call returns only when rg is reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+_CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
+_READ_CHUNK = 1 << 20
+
+
+def child_environment(environ: Mapping[str, str], *, frozen: bool) -> dict[str, str]:
+    """The environment ripgrep runs with.
+
+    Upstream's scrub (credential-looking names and `DSH_*`), plus `RIPGREP_CONFIG_PATH` (belt and braces
+    next to `--no-config`). Frozen, PyInstaller's bootloader variables are dropped too and the
+    `LD_LIBRARY_PATH` it prepended to is restored, so rg never loads the bundle's libraries.
+    """
+    env: dict[str, str] = {}
+    for name, value in environ.items():
+        if _CREDENTIAL_NAME.search(name) or name.upper().startswith("DSH_") or name == "RIPGREP_CONFIG_PATH":
+            continue
+        if frozen and (name.startswith("_PYI_") or name in ("LD_LIBRARY_PATH", "LD_LIBRARY_PATH_ORIG")):
+            continue
+        env[name] = value
+    if frozen and "LD_LIBRARY_PATH_ORIG" in environ:
+        env["LD_LIBRARY_PATH"] = environ["LD_LIBRARY_PATH_ORIG"]
+    return env
+
+
+class LaunchError(Exception):
+    """ripgrep could not be started (missing binary, unusable cwd, NUL in argv, …)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int | None  # None when killed by a signal
+    signal: int | None
+    stdout: bytes  # complete unless stdout_overflow
+    stdout_overflow: bool  # stdout passed the cap; rg was terminated
+    stderr: bytes  # the tail, at most the stderr cap
+    stderr_lossy: bool  # the head of stderr slid out of the cap
+
+
+class LiveGroups:
+    """Process groups of running rg processes, so that the way out can make sure none survives."""
+
+    def __init__(self) -> None:
+        self._pgids: set[int] = set()
+
+    def add(self, pgid: int) -> None:
+        self._pgids.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        self._pgids.discard(pgid)
+
+    def __len__(self) -> int:
+        return len(self._pgids)
+
+    def kill_all(self) -> None:
+        for pgid in list(self._pgids):
+            signal_group(pgid, signal.SIGKILL)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    # A pid is never reused while a process group of that id exists, so this cannot hit a stranger.
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def terminate(proc: asyncio.subprocess.Process, grace_s: float) -> None:
+    """SIGTERM the group, SIGKILL it after the grace, and reap the direct child."""
+    pgid = proc.pid
+    signal_group(pgid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), grace_s)
+    if proc.returncode is None or group_alive(pgid):
+        signal_group(pgid, signal.SIGKILL)
+    await proc.wait()
+
+
+async def run(
+    rg_path: str,
+    args: Sequence[str | bytes],
+    *,
+    cwd: str | bytes,
+    env: Mapping[str, str],
+    stdout_cap: int,
+    stderr_cap: int,
+    grace_s: float,
+    stdin_data: bytes | None = None,
+    groups: LiveGroups | None = None,
+    on_spawn: Callable[[int], None] | None = None,
+) -> Outcome:
+    """Run `rg --no-config <args>` in `cwd` and collect its output within the caps."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            rg_path,
+            "--no-config",
+            *args,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=_READ_CHUNK,
+        )
+    except (OSError, ValueError, TypeError) as exc:
+        raise LaunchError(str(exc)) from exc
+    pgid = proc.pid
+    if groups is not None:
+        groups.add(pgid)
+    try:
+        if on_spawn is not None:
+            on_spawn(proc.pid)
+        return await _collect(proc, stdout_cap, stderr_cap, grace_s, stdin_data)
+    except BaseException:
+        # Cancelled (timeout, caller, shutdown) or failed while rg runs: the group must not outlive us.
+        ending = asyncio.ensure_future(terminate(proc, grace_s))
+        try:
+            await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            signal_group(pgid, signal.SIGKILL)  # cancelled again while waiting: stop being polite
+        raise
+    finally:
+        if groups is not None and proc.returncode is not None:
+            groups.discard(pgid)
+
+
+async def _collect(
+    proc: asyncio.subprocess.Process,
+    stdout_cap: int,
+    stderr_cap: int,
+    grace_s: float,
+    stdin_data: bytes | None,
+) -> Outcome:
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout_stream, stderr_stream = proc.stdout, proc.stderr
+    out_chunks: list[bytes] = []
+    out_size = 0
+    overflow = False
+    err_tail = bytearray()
+    err_lossy = False
+
+    async def read_stdout() -> None:
+        nonlocal out_size, overflow
+        while chunk := await stdout_stream.read(_READ_CHUNK):
+            if overflow:
+                continue  # drain what is left while the group dies
+            out_size += len(chunk)
+            if out_size > stdout_cap:
+                overflow = True
+                out_chunks.clear()
+                signal_group(proc.pid, signal.SIGTERM)
+                asyncio.get_running_loop().call_later(grace_s, _kill_if_running, proc)
+            else:
+                out_chunks.append(chunk)
+
+    async def read_stderr() -> None:
+        nonlocal err_lossy
+        while chunk := await stderr_stream.read(_READ_CHUNK):
+            err_tail.extend(chunk)
+            if len(err_tail) > stderr_cap:
+                del err_tail[: len(err_tail) - stderr_cap]
+                err_lossy = True
+
+    async def write_stdin() -> None:
+        if stdin_data is None or proc.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(stdin_data)
+            await proc.stdin.drain()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.close()
+
+    io_tasks = [asyncio.ensure_future(t()) for t in (read_stdout, read_stderr, write_stdin)]
+    try:
+        await proc.wait()
+        # A descendant holding a pipe open must not hang the call: give the pipes the grace, no more.
+        done, pending = await asyncio.wait(io_tasks, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+    finally:
+        for task in io_tasks:
+            task.cancel()
+    code = proc.returncode
+    assert code is not None
+    return Outcome(
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        stdout=b"".join(out_chunks),
+        stdout_overflow=overflow,
+        stderr=bytes(err_tail),
+        stderr_lossy=err_lossy,
+    )
+
+
+def _kill_if_running(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        signal_group(proc.pid, signal.SIGKILL)

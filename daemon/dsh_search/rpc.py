@@ -64,9 +64,7 @@ class EnvelopeError:
 
 
 def valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (
-        isinstance(value, int | float) and not isinstance(value, bool)
-    )
+    return value is None or isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
 def _element(obj: Any) -> Call | Invalid:

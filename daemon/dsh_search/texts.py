@@ -93,8 +93,7 @@ GREP_PATH_DESCRIPTION = (
     "File or directory to search. Defaults to the session workspace; a relative path resolves against it."
 )
 GREP_INCLUDE_DESCRIPTION = (
-    'One glob filter for which files to search (e.g. "*.ts", "*.{js,jsx}"). Not a list; negation is not '
-    "supported."
+    'One glob filter for which files to search (e.g. "*.ts", "*.{js,jsx}"). Not a list; negation is not supported.'
 )
 
 GREP_NO_MATCHES = "No matches found"
@@ -205,9 +204,7 @@ TERMINAL_SEARCH_DESCRIPTION = (
     "count and the retained line count; offset and limit page over matches."
 )
 TERMINAL_SESSION_DESCRIPTION = "Terminal session id (as returned by terminal_open)."
-TERMINAL_PATTERN_DESCRIPTION = (
-    "Text to find. A literal substring unless regex is true (no metacharacters to escape)."
-)
+TERMINAL_PATTERN_DESCRIPTION = "Text to find. A literal substring unless regex is true (no metacharacters to escape)."
 TERMINAL_REGEX_DESCRIPTION = "Treat pattern as a ripgrep regular expression (default false)."
 TERMINAL_OFFSET_DESCRIPTION = "Number of newest matches to skip, for paging (default 0)."
 TERMINAL_LIMIT_DESCRIPTION = "Maximum matches to return (default 100)."

@@ -1,0 +1,209 @@
+"""The `glob` tool: find files by glob pattern, oldest first by modification time (SPEC §4).
+
+request → validated args → argv → rg --files (parallel, NUL-separated) → stat + sort by (mtime, path)
+→ display paths → rendered page with footer + meta + complete list in the spill store.
+
+Upstream sorts with `--sort=modified`, which makes ripgrep walk single-threaded and leaves ties in
+directory order. We let ripgrep list in parallel with `--null` (a newline in a file name stays one
+entry), stat the files ourselves on a few threads, and sort by (mtime, path bytes): deterministic,
+and faster than ripgrep's own sorted listing on large trees (see scripts/bench).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from . import mcp, texts
+from .app import App
+from .batches import Batches
+from .errors import invalid_args
+from .paths import DenyGlobs, decode, to_workdir_relative
+from .presentation import glob_meta
+from .registry import method
+from .sampling import sample_across_top_level
+from .search import (
+    SEARCH_ERRORS,
+    SEARCH_RESULT,
+    RgResult,
+    Where,
+    bounded,
+    resolve,
+    run_rg,
+    save_spill,
+    unreadable_suffix,
+)
+from .spill import SpillRef
+
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+
+
+def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
+    """Upstream's argv (after `--no-config`), with `--null` in place of `--sort=modified`."""
+    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden"]
+    for name in VCS_DIRS:
+        argv += [f"--glob=!**/{name}", f"--glob=!**/{name}/**"]
+    argv += deny.rg_args()
+    if path is not None:
+        argv += ["--", path]
+    return argv
+
+
+def validate(params: dict[str, Any]) -> tuple[str, str | None]:
+    pattern: str = params["pattern"]
+    if not pattern.strip():
+        raise invalid_args(texts.PATTERN_EMPTY)
+    path: str | None = params.get("path")
+    if path is not None and not path.strip():
+        raise invalid_args(texts.PATH_EMPTY)
+    return pattern, path
+
+
+# One worker: stat is mostly GIL-bound Python work, and ripgrep's walk wants the other cores.
+_STAT_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glob-stat")
+
+
+def _stat_batch(cwd: str, blob: bytes) -> tuple[list[tuple[int, str]], bool]:
+    """(mtime_ns, path), sorted, for each NUL-separated path of blob that still exists, and whether every
+    name was UTF-8. Paths are decoded once per batch; a non-UTF-8 name is kept with surrogate escapes, which
+    stat understands. A file that vanished since rg listed it is no longer a result."""
+    try:
+        text, utf8 = blob.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, utf8 = blob.decode("utf-8", "surrogateescape"), False
+    out = []
+    fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        stat = os.stat
+        for path in text.split("\0"):
+            try:
+                out.append((stat(path, dir_fd=fd).st_mtime_ns, path))
+            except OSError:
+                continue
+    finally:
+        os.close(fd)
+    if utf8:
+        out.sort()  # sorted runs make the final sort a cheap merge
+    return out, utf8
+
+
+async def ordered_paths(batches: Batches[tuple[list[tuple[int, str]], bool]], cwd: str, deny: DenyGlobs) -> list[str]:
+    """Display paths, oldest first, ties broken by path bytes."""
+    keyed: list[tuple[int, str]] = []
+    all_utf8 = True
+    for stats, utf8 in await batches.results():
+        keyed.extend(stats)
+        all_utf8 = all_utf8 and utf8
+    if all_utf8:
+        keyed.sort()  # code point order is UTF-8 byte order; the batches are sorted runs
+        paths = [path for _, path in keyed]
+    else:
+        keyed.sort(key=lambda item: (item[0], os.fsencode(item[1])))
+        paths = [decode(os.fsencode(path)) for _, path in keyed]
+    if any(p.startswith("/") for p in paths):
+        paths = [to_workdir_relative(p, cwd) for p in paths]
+    if deny:
+        paths = [p for p in paths if not deny.denies(p)]
+    return paths
+
+
+@dataclass(frozen=True)
+class Page:
+    text: str
+    shown: list[str]
+    truncated: bool
+
+
+def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill: SpillRef | None) -> Page:
+    if not paths:
+        return Page(texts.GLOB_NO_FILES, [], False)
+    if len(paths) <= max_results:
+        return Page("\n".join(paths), paths, False)
+    recovery = texts.glob_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GLOB_RECOVERY_UNSAVED
+    shown = paths[:max_results]
+    footer = texts.glob_footer_plain(len(shown), len(paths), recovery)
+    if sample:
+        sampled = sample_across_top_level(paths, max_results, root)
+        if sampled.total_groups != len(paths):  # not "flat": every path its own group
+            shown = sampled.items
+            footer = texts.glob_footer_sampled(
+                len(shown), len(paths), sampled.shown_groups, sampled.total_groups, recovery
+            )
+    return Page("\n".join(shown) + "\n\n" + footer, shown, True)
+
+
+async def _list(app: App, pattern: str, where: Where, deny: DenyGlobs) -> tuple[list[str], RgResult]:
+    cwd = where.cwd
+    batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL)
+    argv = build_argv(pattern, where.path, deny)
+    result = await run_rg(app, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
+    if result.no_matches:
+        return [], result
+    return await ordered_paths(batches, cwd, deny), result
+
+
+GLOB_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": texts.GLOB_PATTERN_DESCRIPTION},
+        "path": {"type": "string", "description": texts.GLOB_PATH_DESCRIPTION},
+        "cwd": {"type": "string", "description": "Host only: the session's working directory."},
+        "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
+    },
+    "required": ["pattern"],
+}
+
+
+@method(
+    "glob",
+    summary="Find files whose paths match a glob pattern, oldest modification first.",
+    params=GLOB_PARAMS,
+    result=SEARCH_RESULT,
+    errors=SEARCH_ERRORS,
+    tool="glob",
+)
+async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    pattern, path = validate(params)
+    where = resolve(app, params)
+    config = app.config
+    deny = app.deny_globs
+    paths, result = await bounded(app, "glob", _list(app, pattern, where, deny))
+    root = "." if path is None else to_workdir_relative(path, where.cwd)
+    spill = None
+    if len(paths) > config.glob_max_results:
+        spill = await save_spill(
+            app, app.spill, params.get("sessionId") or "default", texts.GLOB_SPILL_NAME, "\n".join(paths)
+        )
+    page = render(
+        paths,
+        root=root,
+        max_results=config.glob_max_results,
+        sample=config.sample_over_cap_glob_results,
+        spill=spill,
+    )
+    return {
+        "text": page.text + unreadable_suffix(result.unreadable),
+        "meta": glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes),
+        "spill": spill.as_json() if spill else None,
+    }
+
+
+def _model_schema(config: Any) -> dict[str, Any]:
+    props = GLOB_PARAMS["properties"]
+    return {
+        "type": "object",
+        "properties": {"pattern": props["pattern"], "path": props["path"]},
+        "required": ["pattern"],
+    }
+
+
+mcp.tool(
+    mcp.Tool(
+        name="glob",
+        describe=lambda c: texts.glob_description(c.sample_over_cap_glob_results, c.glob_max_results),
+        input_schema=_model_schema,
+        meta_fields=("cwd", "sessionId"),
+    )
+)

@@ -1,0 +1,247 @@
+"""The `grep` tool: ripgrep regex search grouped by file as `Line N: …` (SPEC §5).
+
+request → validated args → argv → rg --json → match records → sorted by (display path, line)
+→ previewed lines → rendered page + meta + the complete result in the spill store.
+
+Upstream keeps ripgrep's parallel completion order, which differs run to run; we sort files by display
+path and matches by line number, so the inline page and the spill artifact are stable and agree.
+"""
+
+from __future__ import annotations
+
+import base64
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import mcp, texts
+from .app import App
+from .batches import Batches
+from .errors import SEARCH_FAILED, ToolError, invalid_args
+from .paths import DenyGlobs, decode, to_workdir_relative
+from .presentation import grep_meta
+from .registry import method
+from .search import SEARCH_ERRORS, SEARCH_RESULT, Where, bounded, resolve, run_rg, save_spill, unreadable_suffix
+
+Match = tuple[str, int, str]  # (display path, line number, full line)
+
+
+def build_argv(pattern: str, path: str | None, include: str | None, deny: DenyGlobs) -> list[str]:
+    argv = ["--json", f"--regexp={pattern}"]
+    if include is not None:
+        argv.append(f"--glob={include}")
+    argv += deny.rg_args()
+    if path is not None:
+        argv += ["--", path]
+    return argv
+
+
+def validate(params: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    pattern: str = params["pattern"]
+    if not pattern:
+        raise invalid_args(texts.PATTERN_EMPTY)
+    path: str | None = params.get("path")
+    if path is not None and not path.strip():
+        raise invalid_args(texts.PATH_EMPTY)
+    include: str | None = params.get("include")
+    if include is not None:
+        if not include.strip():
+            raise invalid_args(texts.INCLUDE_EMPTY)
+        if include.startswith("!"):
+            raise invalid_args(texts.INCLUDE_NEGATED)
+        depth = 0
+        for ch in include:
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth = max(0, depth - 1)
+            elif ch == "," and depth == 0:
+                raise invalid_args(texts.INCLUDE_LIST)
+    return pattern, path, include
+
+
+def _malformed(detail: str) -> ToolError:
+    return ToolError(SEARCH_FAILED, texts.malformed_json("grep", detail))
+
+
+# ripgrep's own non-match records, recognised without parsing them (they are ~40% of the output).
+_OTHER_RECORDS = (b'{"type":"begin",', b'{"type":"end",', b'{"type":"context",', b'{"type":"summary",')
+
+
+def parse_matches(stdout: bytes, cwd: str) -> list[Match]:
+    """ripgrep --json records → matches, with upstream's strictness about malformed records."""
+    matches: list[Match] = []
+    for raw in stdout.split(b"\n"):
+        if not raw:
+            continue
+        if raw.startswith(_OTHER_RECORDS) and raw.endswith(b"}"):
+            continue  # begin/end/context/summary: not needed, and ripgrep writes them whole
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise _malformed("a line is not JSON") from None
+        if not isinstance(record, dict | list):
+            raise _malformed("a record is not an object")
+        if not isinstance(record, dict) or record.get("type") != "match":
+            continue
+        data = record.get("data")
+        if not isinstance(data, dict):
+            raise _malformed("a match record has no data")
+        path_obj = data.get("path")
+        if not isinstance(path_obj, dict):
+            raise _malformed("a match record has no path text")
+        if isinstance(path_obj.get("text"), str):
+            path = path_obj["text"]
+        elif isinstance(path_obj.get("bytes"), str):  # fix: a non-UTF-8 file name keeps its match
+            path = decode(base64.b64decode(path_obj["bytes"]))
+        else:
+            raise _malformed("a match record has no path text")
+        line_number = data.get("line_number")
+        if not isinstance(line_number, int | float) or isinstance(line_number, bool):
+            raise _malformed("a match record has no line number")
+        lines = data.get("lines")
+        if not isinstance(lines, dict):
+            raise _malformed("a match record has no line content")
+        text = lines.get("text")
+        if isinstance(text, str):
+            line = text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+        elif isinstance(lines.get("bytes"), str):
+            line = texts.LINE_NOT_UTF8
+        else:
+            raise _malformed("a match record has neither line text nor bytes")
+        matches.append((to_workdir_relative(path, cwd), int(line_number), line))
+    return matches
+
+
+def preview_line(line: str, max_bytes: int) -> str:
+    if len(line) * 4 <= max_bytes:  # cannot be over the cap: skip the encode
+        return line
+    data = line.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return line
+    return data[:max_bytes].decode("utf-8", "ignore") + texts.LINE_TRUNCATED_SUFFIX
+
+
+def previewed(matches: list[Match], max_line_bytes: int) -> list[Match]:
+    return [(path, number, preview_line(line, max_line_bytes)) for path, number, line in matches]
+
+
+def format_matches(matches: list[Match]) -> str:
+    """Sections `<path>\\nLine N: <line>…` joined by blank lines, files in first-seen order."""
+    sections: list[str] = []
+    current: str | None = None
+    lines: list[str] = []
+    for path, number, line in matches:
+        if path != current:
+            if current is not None:
+                sections.append(current + "\n" + "\n".join(lines))
+            current, lines = path, []
+        lines.append(f"Line {number}: {line}")
+    if current is not None:
+        sections.append(current + "\n" + "\n".join(lines))
+    return "\n\n".join(sections)
+
+
+@dataclass(frozen=True)
+class Page:
+    text: str
+    shown: list[Match]  # previewed
+    truncated: bool
+
+
+def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, recovery: str | None) -> Page:
+    total = len(matches)
+    if total == 0:
+        return Page(texts.GREP_NO_MATCHES, [], False)
+    shown = previewed(matches[:max_matches], max_line_bytes)
+    body = format_matches(shown)
+    if total <= max_matches:
+        return Page(f"{texts.grep_found(total)}\n\n{body}", shown, False)
+    return Page(f"{texts.grep_found_capped(len(shown), total)}\n\n{body}\n\n({recovery})", shown, True)
+
+
+# Parsing --json output while rg still runs; one worker, as the work is GIL-bound.
+_PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
+
+
+def _has_match(batches: Batches[list[Match]]) -> bool:
+    return any(b'"type":"match"' in blob for blob in batches.submitted)
+
+
+async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], int]:
+    cwd = where.cwd
+    batches = Batches(b"\n", lambda blob: parse_matches(blob, cwd), _PARSE_POOL)
+    argv = build_argv(pattern, where.path, include, app.deny_globs)
+    result = await run_rg(app, "grep", argv, where, lambda _: _has_match(batches), sink=batches.feed)
+    if result.no_matches:
+        return [], 0
+    matches = [m for part in await batches.results() for m in part]
+    if app.deny_globs:
+        matches = [m for m in matches if not app.deny_globs.denies(m[0])]
+    matches.sort(key=lambda m: (m[0], m[1]))
+    return matches, result.unreadable
+
+
+GREP_PARAMS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": texts.GREP_PATTERN_DESCRIPTION},
+        "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
+        "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
+        "cwd": {"type": "string", "description": "Host only: the session's working directory."},
+        "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
+    },
+    "required": ["pattern"],
+}
+
+
+@method(
+    "grep",
+    summary="Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
+    params=GREP_PARAMS,
+    result=SEARCH_RESULT,
+    errors=SEARCH_ERRORS,
+    tool="grep",
+)
+async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
+    pattern, _path, include = validate(params)
+    where = resolve(app, params)
+    config = app.config
+    matches, unreadable = await bounded(app, "grep", _search(app, pattern, include, where))
+    spill = None
+    recovery = texts.GREP_RECOVERY_UNSAVED
+    if len(matches) > config.grep_max_matches:
+        full = format_matches(previewed(matches, config.grep_max_line_bytes))
+        content = f"{texts.grep_found(len(matches))}\n\n{full}"
+        spill = await save_spill(app, app.spill, params.get("sessionId") or "default", texts.GREP_SPILL_NAME, content)
+        if spill is not None:
+            recovery = texts.grep_recovery_saved(spill.locator, spill.retrieval_hint)
+    page = render(
+        matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, recovery=recovery
+    )
+    return {
+        "text": page.text + unreadable_suffix(unreadable),
+        "meta": grep_meta(page.shown, page.truncated, len(matches), config.search_meta_max_bytes),
+        "spill": spill.as_json() if spill else None,
+    }
+
+
+def _model_schema(config: Any) -> dict[str, Any]:
+    props = GREP_PARAMS["properties"]
+    return {
+        "type": "object",
+        "properties": {"pattern": props["pattern"], "path": props["path"], "include": props["include"]},
+        "required": ["pattern"],
+    }
+
+
+mcp.tool(
+    mcp.Tool(
+        name="grep",
+        describe=lambda c: texts.grep_description(c.grep_max_matches),
+        input_schema=_model_schema,
+        meta_fields=("cwd", "sessionId"),
+    )
+)

@@ -1,0 +1,122 @@
+"""Display paths (upstream's toWorkdirRelative), confinement to allowed roots, and deny globs.
+
+ripgrep prints each result as the root argument as written joined with the rest of the path, so with
+no `path` or a relative one the output is already workdir-relative and is shown unchanged. Absolute
+output inside the workdir is shown relative to it; outside, it is shown as given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+
+
+def to_workdir_relative(path: str, workdir: str) -> str:
+    if not path.startswith("/"):
+        return path
+    rel = os.path.relpath(path, workdir)
+    if rel == ".":
+        return "."
+    if rel == ".." or rel.startswith("../"):
+        return path
+    return rel
+
+
+def decode(raw: bytes) -> str:
+    """A file name for display: UTF-8, with U+FFFD for bytes that are not."""
+    return raw.decode("utf-8", "replace")
+
+
+def within(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def confined(path: str, roots: tuple[str, ...]) -> bool:
+    """Whether path's real location (symlinks resolved) is inside one of the (already real) roots."""
+    if not roots:
+        return True
+    try:
+        return within(os.path.realpath(path), roots)
+    except (ValueError, OSError):  # a NUL byte: no such file can exist; the search reports it
+        return True
+
+
+def _glob_to_regex(glob: str) -> str:
+    """ripgrep/gitignore glob syntax to a regex over a '/'-separated path (full match)."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    depth = 0
+    while i < n:
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = glob.find("]", i + 2)
+            if end < 0:
+                out.append(re.escape(c))
+            else:
+                body = glob[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif c == "{":
+            depth += 1
+            out.append("(?:")
+        elif c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif c == "," and depth:
+            out.append("|")
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(glob[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.extend(")" * depth)
+    return "".join(out)
+
+
+class DenyGlobs:
+    """`denyGlobs` (SPEC §9): a path is denied when any glob matches it the way ripgrep's --glob would.
+
+    A glob without '/' matches the name of any component (file or directory) at any depth; one with
+    '/' matches the path relative to the search's cwd. The globs come from configuration, not from the
+    model, so a regex translation is safe here.
+    """
+
+    def __init__(self, globs: tuple[str, ...]) -> None:
+        self.globs = globs
+        names = [_glob_to_regex(g) for g in globs if "/" not in g.rstrip("/")]
+        anchored = [_glob_to_regex(g.strip("/")) for g in globs if "/" in g.rstrip("/")]
+        self._name = re.compile("|".join(f"(?:{r})" for r in names)) if names else None
+        self._path = re.compile("|".join(f"(?:{r})(?:/.*)?" for r in anchored)) if anchored else None
+
+    def __bool__(self) -> bool:
+        return bool(self.globs)
+
+    def denies(self, display_path: str) -> bool:
+        path = display_path[2:] if display_path.startswith("./") else display_path
+        if self._name is not None and any(self._name.fullmatch(part) for part in path.split("/") if part):
+            return True
+        return self._path is not None and self._path.fullmatch(path.lstrip("/")) is not None
+
+    def rg_args(self) -> list[str]:
+        """The same globs for ripgrep, so denied subtrees are not even walked."""
+        return [f"--glob=!{g}" for g in self.globs]

@@ -1,0 +1,66 @@
+"""Round-robin sampling of an over-cap glob page across top-level entries (upstream §1.6).
+
+Paths are grouped by their first segment below the search root; groups keep first-appearance order
+(so each group's oldest file decides its place); rounds take one path from every group still holding
+some until the cap is reached; the page lists each group's taken paths together, in group order.
+Linear in the number of paths: 125,000 groups or 25,000 paths cost milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Sample:
+    items: list[str]
+    shown_groups: int  # groups that contributed at least one path
+    total_groups: int
+
+
+def group_key(path: str, root: str) -> str:
+    if root == ".":
+        rel = path[2:] if path.startswith("./") else path
+    else:
+        trimmed = root.rstrip("/")
+        if not trimmed:
+            rel = path.lstrip("/")
+        elif path == trimmed:
+            rel = ""
+        elif path.startswith(trimmed + "/"):
+            rel = path[len(trimmed) + 1 :]
+        else:
+            rel = path
+    return rel.lstrip("/").split("/", 1)[0]
+
+
+def sample_across_top_level(paths: list[str], max_items: int, root: str) -> Sample:
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        key = group_key(path, root)
+        members = groups.get(key)
+        if members is None:
+            groups[key] = [path]
+        else:
+            members.append(path)
+    ordered = list(groups.values())
+    quota = [0] * len(ordered)
+    remaining = max_items
+    active = list(range(len(ordered)))
+    while remaining > 0 and active:
+        still = []
+        for index in active:
+            if remaining == 0:
+                break
+            quota[index] += 1
+            remaining -= 1
+            if quota[index] < len(ordered[index]):
+                still.append(index)
+        active = still
+    items: list[str] = []
+    shown = 0
+    for members, taken in zip(ordered, quota, strict=True):
+        if taken:
+            shown += 1
+            items.extend(members[:taken])
+    return Sample(items=items, shown_groups=shown, total_groups=len(ordered))

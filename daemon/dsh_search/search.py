@@ -1,0 +1,158 @@
+"""What glob and grep share: where a search runs, one rg run within the limits, its outcome classified.
+
+Order of checks (SPEC §3): arguments (`INVALID_ARGS`, in each tool), then confinement, then the search
+itself. An rg run waits for a slot (maxConcurrentSearches) and the whole search is bounded by
+timeoutMs. The outcome follows upstream's decision sequence (upstream-behavior §3.2) with the fixes:
+raw output past the cap was already stopped by the runner; exit 2 with results keeps the results and
+counts the paths rg complained about; every syntax rejection is SEARCH_INVALID_PATTERN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from . import errors, ripgrep, texts
+from .app import App
+from .errors import ToolError
+from .paths import confined
+from .spill import SpillRef, SpillStore
+
+log = logging.getLogger("dsh_search.search")
+
+T = TypeVar("T")
+
+# What ripgrep says when it rejects a regex or a glob for its syntax (not for a path problem).
+_SYNTAX_REJECTION = re.compile(
+    r"regex parse error|error parsing glob|is not allowed in a regex|regex exceeds size limit|impossible to match",
+    re.IGNORECASE,
+)
+
+
+SEARCH_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}, "meta": {"type": "object"}, "spill": {"type": ["object", "null"]}},
+    "required": ["text", "meta", "spill"],
+}
+SEARCH_ERRORS = (
+    (-32602, "INVALID_ARGS"),
+    (1001, "SEARCH_INVALID_PATTERN"),
+    (1002, "SEARCH_FAILED"),
+    (1003, "SEARCH_RAW_OUTPUT_OVERFLOW"),
+    (1004, "SEARCH_ABORTED"),
+    (-32800, "Request cancelled"),
+)
+
+
+@dataclass(frozen=True)
+class Where:
+    cwd: str  # absolute; rg's cwd and the base of display paths
+    path: str | None  # the search root as the caller wrote it
+
+
+@dataclass(frozen=True)
+class RgResult:
+    stdout: bytes
+    no_matches: bool  # exit 1: a successful empty search
+    unreadable: int  # exit 2 with results: paths ripgrep reported errors for
+
+
+def resolve(app: App, params: dict[str, Any]) -> Where:
+    """The cwd and path of a search, confined to the allowed roots when configured."""
+    cwd = params.get("cwd")
+    base = app.workdir if cwd is None else os.path.normpath(os.path.join(app.workdir, cwd))
+    path = params.get("path")
+    roots = app.config.allowed_roots
+    if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
+        raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
+    return Where(cwd=base, path=path)
+
+
+async def bounded(app: App, tool: str, work: Awaitable[T]) -> T:
+    """Run a search within timeoutMs; past it, the search (and its rg group) is terminated."""
+    try:
+        async with asyncio.timeout(app.config.timeout_ms / 1000):
+            return await work
+    except TimeoutError:
+        raise ToolError(errors.SEARCH_ABORTED, texts.timed_out(tool, app.config.timeout_ms)) from None
+
+
+async def run_rg(
+    app: App,
+    tool: str,
+    args: Sequence[str],
+    where: Where,
+    has_results: Callable[[bytes], bool],
+    sink: Callable[[bytes], None] | None = None,
+) -> RgResult:
+    config = app.config
+    async with app.search_slots:
+        try:
+            outcome = await ripgrep.run(
+                app.rg.path,
+                args,
+                cwd=where.cwd,
+                env=app.rg_env,
+                stdout_cap=config.raw_output_max_bytes,
+                stderr_cap=config.stderr_max_bytes,
+                grace_s=config.grace_ms / 1000,
+                groups=app.groups,
+                stdout_sink=sink,
+            )
+        except ripgrep.LaunchError as exc:
+            log.info("%s: rg could not start: %s", tool, exc)
+            raise ToolError(errors.SEARCH_FAILED, texts.could_not_start(tool)) from None
+    return classify(tool, outcome, config.raw_output_max_bytes, has_results)
+
+
+def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callable[[bytes], bool]) -> RgResult:
+    if outcome.stdout_overflow:
+        raise ToolError(errors.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(tool, cap))
+    code = outcome.exit_code
+    if code is None:
+        name = _signal_name(outcome.signal)
+        raise ToolError(errors.SEARCH_FAILED, texts.killed_by_signal(tool, name))
+    if code in (0, 1):
+        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0)
+    stderr = outcome.stderr.decode("utf-8", "replace")
+    if code == 2 and has_results(outcome.stdout):
+        return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr))
+    excerpt = stderr.strip()
+    if outcome.stderr_lossy:
+        excerpt += texts.STDERR_TRUNCATED
+    if _SYNTAX_REJECTION.search(excerpt):
+        raise ToolError(errors.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
+    raise ToolError(errors.SEARCH_FAILED, texts.search_failed(tool, code, excerpt))
+
+
+def count_reported_paths(stderr: str) -> int:
+    """Paths ripgrep reported errors for: one `rg: <path>: …` line each."""
+    return len({line for line in stderr.splitlines() if line.startswith("rg: ")}) or 1
+
+
+def _signal_name(number: int | None) -> str:
+    if number is None:
+        return "(unknown)"
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "(unknown)"
+
+
+async def save_spill(app: App, store: SpillStore, session_id: str, name: str, content: str) -> SpillRef | None:
+    """Best effort: a spill that fails is logged and reported as unsaved, never as an error."""
+    try:
+        return await asyncio.to_thread(store.save_text, session_id, name, content)
+    except OSError as exc:
+        log.warning("could not save %s: %s", name, exc)
+        return None
+
+
+def unreadable_suffix(count: int) -> str:
+    return "\n\n" + texts.unreadable_paths_note(count) if count else ""

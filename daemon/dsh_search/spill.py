@@ -1,0 +1,209 @@
+"""The local spill store (SPEC §7): complete results saved as files the model can page through.
+
+Layout as upstream's spill-local: `<root>/session-<12 hex of sha256(sessionId)>/<12 random hex>-<escaped
+name>`, directories 0700, files 0600. Fixes: a write is atomic and exclusive (temporary file in the same
+directory, fsync, then a hard link to the final name, which fails rather than replace anything), so a
+reader never sees a partial artifact and a failed write leaves nothing behind; and artifacts are
+retired by age and total size. `read` pages an artifact by lines for `spill/read`, refusing any
+locator that is not an artifact inside the root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import secrets
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("dsh_search.spill")
+
+_ARTIFACT_NAME = re.compile(r"^[0-9a-f]{12}-.+$")
+_SESSION_NAME = re.compile(r"^session-[0-9a-f]{12}$")
+_LITERAL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+class SpillReadError(Exception):
+    """A `spill/read` request the store refuses; the message is shown to the caller."""
+
+
+@dataclass(frozen=True)
+class SpillRef:
+    locator: str
+    bytes: int
+    retrieval_hint: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"locator": self.locator, "bytes": self.bytes, "retrievalHint": self.retrieval_hint}
+
+
+def encode_segment(name: str) -> str:
+    """Upstream's injective file-name escape, over UTF-16 code units."""
+    if name == "":
+        return "~"
+    if name in (".", ".."):
+        return "~002E" * len(name)
+    out = []
+    units = name.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(units), 2):
+        unit = int.from_bytes(units[i : i + 2], "big")
+        ch = chr(unit)
+        out.append(ch if ch in _LITERAL else f"~{unit:04X}")
+    return "".join(out)
+
+
+def session_dir(root: str, session_id: str) -> str:
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return os.path.join(root, f"session-{digest}")
+
+
+class SpillStore:
+    def __init__(self, root: str, *, max_bytes: int, max_age_s: int, hint: str) -> None:
+        self.root = os.path.abspath(root)
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        self.hint = hint
+
+    # -- writing ---------------------------------------------------------------------------------------
+
+    def _ensure_dir(self, path: str) -> None:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(path):
+                raise NotADirectoryError(f"{path} exists and is not a directory") from None
+
+    def save_text(self, session_id: str, suggested_name: str, content: str) -> SpillRef:
+        """Write content atomically; raises OSError when it cannot be saved (nothing is left behind)."""
+        parent = os.path.dirname(self.root)
+        if parent and not os.path.isdir(parent):
+            os.makedirs(parent, exist_ok=True)
+        self._ensure_dir(self.root)
+        directory = session_dir(self.root, session_id)
+        self._ensure_dir(directory)
+        data = content.encode("utf-8", "surrogatepass")
+        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            name = encode_segment(suggested_name)
+            while True:
+                final = os.path.join(directory, f"{secrets.token_hex(6)}-{name}")
+                try:
+                    os.link(tmp, final)  # exclusive: never replaces an existing file
+                    break
+                except FileExistsError:
+                    continue
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        try:
+            self.enforce_retention(keep=final)
+        except OSError as exc:
+            log.warning("spill retention failed: %s", exc)
+        return SpillRef(locator=final, bytes=len(data), retrieval_hint=self.hint)
+
+    # -- retention ---------------------------------------------------------------------------------------
+
+    def _artifacts(self) -> list[tuple[float, int, str]]:
+        found: list[tuple[float, int, str]] = []
+        try:
+            sessions = os.scandir(self.root)
+        except (FileNotFoundError, NotADirectoryError):
+            return found
+        with sessions:
+            for session in sessions:
+                if not _SESSION_NAME.match(session.name) or not session.is_dir(follow_symlinks=False):
+                    continue
+                with os.scandir(session.path) as entries:
+                    for entry in entries:
+                        if entry.is_file(follow_symlinks=False):
+                            info = entry.stat(follow_symlinks=False)
+                            found.append((info.st_mtime, info.st_size, entry.path))
+        return found
+
+    def enforce_retention(self, keep: str | None = None, now: float | None = None) -> int:
+        """Remove artifacts older than the age limit, then the oldest until within the size limit."""
+        import time
+
+        now = time.time() if now is None else now
+        artifacts = sorted(self._artifacts())
+        removed = 0
+        survivors = []
+        for mtime, size, path in artifacts:
+            if path != keep and now - mtime > self.max_age_s:
+                removed += self._remove(path)
+            else:
+                survivors.append((mtime, size, path))
+        total = sum(size for _, size, _ in survivors)
+        for _mtime, size, path in survivors:
+            if total <= self.max_bytes:
+                break
+            if path == keep:
+                continue
+            if self._remove(path):
+                removed += 1
+                total -= size
+        return removed
+
+    @staticmethod
+    def _remove(path: str) -> int:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return 0
+        return 1
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    def resolve_locator(self, locator: str) -> str:
+        """The artifact a locator names; refuses anything outside the root or not an artifact."""
+        if not locator or "\0" in locator or not os.path.isabs(locator):
+            raise SpillReadError("locator must be the absolute path of a spill artifact")
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(locator)
+        if not real.startswith(root + os.sep):
+            raise SpillReadError("locator is outside the spill store")
+        session, _, name = os.path.relpath(real, root).partition(os.sep)
+        if not _SESSION_NAME.match(session) or os.sep in name or not _ARTIFACT_NAME.match(name):
+            raise SpillReadError("locator names no spill artifact")
+        try:
+            info = os.stat(real)
+        except OSError:
+            raise SpillReadError("locator names no spill artifact") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise SpillReadError("locator names no spill artifact")
+        return real
+
+    def read(self, locator: str, offset: int, limit: int) -> dict[str, Any]:
+        path = self.resolve_locator(locator)
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        lines = text.split("\n") if text else []
+        total = len(lines)
+        if offset > total:
+            return {"text": "", "startLine": offset, "endLine": total, "totalLines": total, "nextOffset": None}
+        end = min(offset + limit - 1, total)
+        return {
+            "text": "\n".join(lines[offset - 1 : end]),
+            "startLine": offset,
+            "endLine": end,
+            "totalLines": total,
+            "nextOffset": end + 1 if end < total else None,
+        }

@@ -1,0 +1,247 @@
+"""A small test client that spawns the daemon and talks JSON-RPC to it over real pipes.
+
+It speaks either framing, can write raw bytes (to send garbage), and collects every response in a
+background thread so tests can wait for a given id or for silence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EXE = Path(os.environ.get("DSH_SEARCH_EXE", ROOT / "dist" / "dsh-search"))
+BASE_ARGS = ("--sample-over-cap-glob-results", "true")
+
+
+def frame(body: bytes, framing: str) -> bytes:
+    if framing == "lsp":
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return body + b"\n"
+
+
+class Daemon:
+    def __init__(
+        self,
+        args: Sequence[str] = BASE_ARGS,
+        *,
+        framing: str = "ndjson",
+        exe: Path | str = EXE,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        command: Sequence[str] | None = None,
+    ) -> None:
+        self.framing = framing
+        argv = list(command) if command is not None else [str(exe)]
+        self.proc = subprocess.Popen(
+            [*argv, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+        )
+        self.responses: queue.Queue[Any] = queue.Queue()
+        self.raw_stdout = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.stderr_chunks: list[bytes] = []
+        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self._err_reader.start()
+        self._next_id = 0
+        self._pending: dict[Any, Any] = {}
+
+    # -- IO ------------------------------------------------------------------------------------------
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            self.stderr_chunks.append(chunk)
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        buf = b""
+        while True:
+            chunk = out.read1(1 << 20)
+            if not chunk:
+                break
+            self.raw_stdout += chunk
+            buf += chunk
+            while True:
+                if self.framing == "lsp":
+                    head, sep, rest = buf.partition(b"\r\n\r\n")
+                    if not sep:
+                        break
+                    length = int(head.split(b":")[1])
+                    if len(rest) < length:
+                        break
+                    body, buf = rest[:length], rest[length:]
+                else:
+                    line, sep, rest = buf.partition(b"\n")
+                    if not sep:
+                        break
+                    body, buf = line, rest
+                self.responses.put(json.loads(body))
+        self.responses.put(EOFError())
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def write_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.write_raw(frame(json.dumps(message).encode(), self.framing))
+
+    def send_body(self, body: bytes) -> None:
+        self.write_raw(frame(body, self.framing))
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    def request(self, method: str, params: Any = None, *, id_: Any = None) -> Any:
+        if id_ is None:
+            self._next_id += 1
+            id_ = f"r{self._next_id}"
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": id_}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return id_
+
+    def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def next_response(self, timeout: float = 20.0) -> Any:
+        item = self.responses.get(timeout=timeout)
+        if isinstance(item, EOFError):
+            self.responses.put(item)
+            raise EOFError(f"daemon stdout closed; stderr: {self.stderr}")
+        return item
+
+    def wait_for(self, id_: Any, timeout: float = 30.0) -> dict[str, Any]:
+        """The response with this id (responses for other ids are kept for later)."""
+        deadline = time.monotonic() + timeout
+        if id_ in self._pending:
+            return self._pending.pop(id_)  # type: ignore[no-any-return]
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no response for id {id_!r}; stderr: {self.stderr}")
+            try:
+                msg = self.next_response(timeout=remaining)
+            except queue.Empty:
+                continue
+            if isinstance(msg, dict) and msg.get("id") == id_:
+                return msg
+            self._pending[msg.get("id") if isinstance(msg, dict) else repr(msg)] = msg
+
+    def call(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any]:
+        return self.wait_for(self.request(method, params), timeout=timeout)
+
+    def result(self, method: str, params: Any = None, timeout: float = 30.0) -> Any:
+        response = self.call(method, params, timeout)
+        assert "result" in response, response
+        return response["result"]
+
+    def no_response(self, within: float = 0.5) -> bool:
+        try:
+            msg = self.responses.get(timeout=within)
+        except queue.Empty:
+            return True
+        self.responses.put(msg)
+        return False
+
+    # -- lifetime ------------------------------------------------------------------------------------
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout: float = 10.0) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                self.close_stdin()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        self._reader.join(timeout=5)
+
+
+@contextmanager
+def running(*args: str, **kwargs: Any) -> Iterator[Daemon]:
+    daemon = Daemon(args or BASE_ARGS, **kwargs)
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendant pids of pid (from /proc), for leak checks."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        if fields[0] == b"Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def processes_named(fragment: str) -> list[int]:
+    """Live (non-zombie) pids whose command line contains fragment."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if fragment in cmd and state != b"Z":
+            pids.append(int(entry))
+    return pids

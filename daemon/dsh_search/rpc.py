@@ -86,11 +86,20 @@ def _element(obj: Any) -> Call | Invalid:
     return Call(method, params, raw_id if has_id else NO_ID)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse(body: bytes) -> Incoming | EnvelopeError:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return EnvelopeError(PARSE_ERROR, f"Parse error: {exc}")
+        # orjson refuses lone surrogate escapes ("\ud83d"), which JSON allows and which a host that
+        # cuts a UTF-16 string between two chunks produces; the stdlib parser accepts them.
+        try:
+            value = json.loads(body, parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            return EnvelopeError(PARSE_ERROR, f"Parse error: {exc}")
     if isinstance(value, list):
         if not value:
             return EnvelopeError(INVALID_REQUEST, "Invalid request: empty batch")
@@ -113,8 +122,9 @@ def dumps(message: Any) -> bytes:
     try:
         return orjson.dumps(message)
     except TypeError:
-        # orjson refuses integers beyond 64 bits (an id a client may echo); the stdlib does not.
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        # orjson refuses integers beyond 64 bits (an id a client may echo) and lone surrogates; the
+        # stdlib writes both (ASCII-escaped, so the bytes stay valid UTF-8).
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def id_key(id_: Any) -> tuple[str, Any]:

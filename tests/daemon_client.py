@@ -40,6 +40,7 @@ class Daemon:
         cwd: Path | str | None = None,
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
+        **popen: Any,
     ) -> None:
         self.framing = framing
         argv = list(command) if command is not None else [str(exe)]
@@ -50,6 +51,7 @@ class Daemon:
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
+            **popen,
         )
         self.responses: queue.Queue[Any] = queue.Queue()
         self.raw_stdout = bytearray()

@@ -30,7 +30,7 @@ class Batches(Generic[T]):
         self._min = min_bytes
         self._buf = bytearray()
         self._futures: list[Future[T]] = []
-        self.submitted: list[bytes] = []  # the blobs, for cheap checks such as "any match at all?"
+        self._submitted: list[bytes] = []
 
     def feed(self, chunk: bytes) -> None:
         buf = self._buf
@@ -46,7 +46,7 @@ class Batches(Generic[T]):
 
     def _submit(self, blob: bytes) -> None:
         if blob:
-            self.submitted.append(blob)
+            self._submitted.append(blob)
             self._futures.append(self._pool.submit(self._work, blob))
 
     def flush(self) -> None:
@@ -59,6 +59,10 @@ class Batches(Generic[T]):
 
     def any_data(self) -> bool:
         return bool(self._futures) or any(self._buf)
+
+    def contains(self, needle: bytes) -> bool:
+        """Whether the stream so far holds needle within one record (cheap: a byte search)."""
+        return needle in self._buf or any(needle in blob for blob in self._submitted)
 
     async def results(self) -> list[T]:
         """Every batch's result, in stream order; a batch that raised re-raises here."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import threading
 from typing import Any
 
 from . import __version__, glob, grep, lifecycle, mcp, rpc, spill_methods, texts
@@ -17,6 +19,8 @@ from .ripgrep import child_environment
 from .server import CANCEL_LSP, Hooks, Server
 from .sidecar import Ripgrep, is_frozen
 from .spill import SpillStore
+
+log = logging.getLogger("dsh_search")
 
 # Importing a method module registers its methods.
 _METHOD_MODULES = (lifecycle, mcp, glob, grep, spill_methods)
@@ -74,4 +78,13 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> 
         on_exit=app.groups.kill_all,
     )
     app.server = server
+    # Retention also runs at start, off the main thread so the first request is not delayed.
+    threading.Thread(target=_retain, args=(app.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(server.serve())
+
+
+def _retain(store: SpillStore) -> None:
+    try:
+        store.enforce_retention()
+    except OSError as exc:
+        log.warning("spill retention at start failed: %s", exc)

@@ -24,6 +24,7 @@ from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import grep_meta
 from .registry import method
 from .search import SEARCH_ERRORS, SEARCH_RESULT, Where, bounded, resolve, run_rg, save_spill, unreadable_suffix
+from .spill import SpillRef
 
 Match = tuple[str, int, str]  # (display path, line number, full line)
 
@@ -151,7 +152,7 @@ class Page:
     truncated: bool
 
 
-def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, recovery: str | None) -> Page:
+def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, spill: SpillRef | None) -> Page:
     total = len(matches)
     if total == 0:
         return Page(texts.GREP_NO_MATCHES, [], False)
@@ -159,6 +160,7 @@ def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, recov
     body = format_matches(shown)
     if total <= max_matches:
         return Page(f"{texts.grep_found(total)}\n\n{body}", shown, False)
+    recovery = texts.grep_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GREP_RECOVERY_UNSAVED
     return Page(f"{texts.grep_found_capped(len(shown), total)}\n\n{body}\n\n({recovery})", shown, True)
 
 
@@ -166,15 +168,11 @@ def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, recov
 _PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
 
 
-def _has_match(batches: Batches[list[Match]]) -> bool:
-    return any(b'"type":"match"' in blob for blob in batches.submitted)
-
-
 async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], int]:
     cwd = where.cwd
     batches = Batches(b"\n", lambda blob: parse_matches(blob, cwd), _PARSE_POOL)
     argv = build_argv(pattern, where.path, include, app.deny_globs)
-    result = await run_rg(app, "grep", argv, where, lambda _: _has_match(batches), sink=batches.feed)
+    result = await run_rg(app, "grep", argv, where, lambda _: batches.contains(b'"type":"match"'), sink=batches.feed)
     if result.no_matches:
         return [], 0
     matches = [m for part in await batches.results() for m in part]
@@ -211,16 +209,11 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     config = app.config
     matches, unreadable = await bounded(app, "grep", _search(app, pattern, include, where))
     spill = None
-    recovery = texts.GREP_RECOVERY_UNSAVED
     if len(matches) > config.grep_max_matches:
         full = format_matches(previewed(matches, config.grep_max_line_bytes))
         content = f"{texts.grep_found(len(matches))}\n\n{full}"
-        spill = await save_spill(app, app.spill, params.get("sessionId") or "default", texts.GREP_SPILL_NAME, content)
-        if spill is not None:
-            recovery = texts.grep_recovery_saved(spill.locator, spill.retrieval_hint)
-    page = render(
-        matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, recovery=recovery
-    )
+        spill = await save_spill(app.spill, params.get("sessionId") or "default", texts.GREP_SPILL_NAME, content)
+    page = render(matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
     return {
         "text": page.text + unreadable_suffix(unreadable),
         "meta": grep_meta(page.shown, page.truncated, len(matches), config.search_meta_max_bytes),

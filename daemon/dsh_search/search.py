@@ -145,7 +145,7 @@ def _signal_name(number: int | None) -> str:
         return "(unknown)"
 
 
-async def save_spill(app: App, store: SpillStore, session_id: str, name: str, content: str) -> SpillRef | None:
+async def save_spill(store: SpillStore, session_id: str, name: str, content: str) -> SpillRef | None:
     """Best effort: a spill that fails is logged and reported as unsaved, never as an error."""
     try:
         return await asyncio.to_thread(store.save_text, session_id, name, content)

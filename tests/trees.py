@@ -1,0 +1,72 @@
+"""Generated file trees for end-to-end tests, with controlled modification times."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+BASE_NS = 1_700_000_000 * 10**9
+
+
+def write(root: Path, rel: str | bytes, content: str | bytes = "", mtime_s: float | None = None) -> Path:
+    path = Path(os.fsdecode(os.path.join(os.fsencode(root), os.fsencode(rel))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        content = content.encode()
+    path.write_bytes(content)
+    if mtime_s is not None:
+        ns = int(mtime_s * 10**9)
+        os.utime(path, ns=(ns, ns))
+    return path
+
+
+def upstream_fixture(root: Path) -> Path:
+    """shared/upstream-behavior.md §8.2's integration fixture."""
+    write(root, "src/alpha.ts", "export const alpha = 1\n// TODO: refit alpha\n", 2000)
+    write(root, "src/beta.ts", "export const beta = 2\n", 2020)
+    write(root, "notes.md", "alpha appears here too\n", 2030)
+    write(root, ".hidden.ts", "hidden\n", 2040)
+    write(root, ".git/config.ts", "vcs\n", 2050)
+    write(root, "spaced dir/wei'rd name.ts", "weird\n", 2060)
+    write(root, "dashes.txt", "value --flag value\n", 2070)
+    return root
+
+
+def rich_tree(root: Path) -> Path:
+    """Hidden files, a git repo with .gitignore, spaced and quoted names, multibyte and non-UTF-8 content,
+    a binary file; distinct mtimes in creation order."""
+    files: list[tuple[str | bytes, str | bytes]] = [
+        ("README.md", "needle in the readme\n"),
+        ("src/main.py", "def needle():\n    return 'héllo wörld needle'\n"),
+        ("src/util/helpers.py", "# nothing here\n"),
+        (".env.local", "SECRET=needle\n"),
+        ('docs/a "quoted" name.md', "needle quoted\n"),
+        ("docs/space name.txt", "needle spaced\n"),
+        ("data/latin1.txt", b"caf\xe9 needle\n"),
+        ("data/blob.bin", b"\x00\x01needle\x00\x02"),
+        ("repo/.gitignore", "ignored.log\nbuild/\n"),
+        ("repo/kept.txt", "needle kept\n"),
+        ("repo/ignored.log", "needle ignored\n"),
+        ("repo/build/out.txt", "needle built\n"),
+        ("unicode/日本語.txt", "needle 日本語\n"),
+    ]
+    for i, (rel, content) in enumerate(files):
+        write(root, rel, content, 1000 + i)
+    subprocess.run(["git", "init", "-q", str(root / "repo")], check=True)
+    os.utime(root / "repo" / ".git", ns=(BASE_NS, BASE_NS))
+    return root
+
+
+def many_files(root: Path, groups: dict[str, int], content: str = "hit\n") -> list[str]:
+    """`groups` maps a top-level directory to a file count; files get increasing mtimes round the groups
+    one after another (all of the first group, then the second, ...). Returns paths in mtime order."""
+    order: list[str] = []
+    t = 5000.0
+    for group, count in groups.items():
+        for i in range(count):
+            rel = f"{group}/f{i:04d}.txt"
+            write(root, rel, content, t)
+            order.append(rel)
+            t += 1
+    return order

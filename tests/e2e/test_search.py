@@ -207,8 +207,8 @@ def test_sampling_spill_and_meta(start: MakeDaemon, tmp_path: Path, spill_root: 
     # grep over the same tree: capped page, complete artifact in path order.
     result = d.result("grep", {"pattern": "hit", "cwd": str(root), "sessionId": "s-1"})
     assert result["text"].startswith(
-        "Found 3 of 11 matches\n\ndocs/f0000.txt\nLine 1: hit\n\ndocs/f0001.txt\nLine 1: hit\n\nsrc/f0000.txt\nLine 1: hit"
-        "\n\n(Full grep result stored at: "
+        "Found 3 of 11 matches\n\ndocs/f0000.txt\nLine 1: hit\n\ndocs/f0001.txt\nLine 1: hit\n\n"
+        "src/f0000.txt\nLine 1: hit\n\n(Full grep result stored at: "
     )
     body = Path(result["spill"]["locator"]).read_text()
     assert body.startswith("Found 11 matches\n\ndocs/f0000.txt\nLine 1: hit\n\n") and body.endswith(

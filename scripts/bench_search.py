@@ -1,0 +1,110 @@
+"""Median round-trip time of daemon searches next to bare ripgrep, measured in the same run.
+
+Each case alternates a daemon request (over a pipe to one long-running frozen daemon) with a bare
+`rg` run of the comparison argv, so both see the same machine state; the ratio is median/median.
+- grep `[A-Z]+_SUSPEND`: bare rg with the daemon's exact argv (`--json --regexp=…`).
+- glob `*.c` and `*`: against ripgrep's own sorted listing (upstream's argv with `--sort=modified`),
+  the target; and, for information, against the daemon's own unsorted `--null` argv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+VCS = [g for d in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for g in (f"--glob=!**/{d}", f"--glob=!**/{d}/**")]
+
+
+class Daemon:
+    def __init__(self, exe: str, tree: str, spill: str) -> None:
+        self.proc = subprocess.Popen(
+            [exe, "--sample-over-cap-glob-results", "true", "--workdir", tree, "--spill-dir", spill],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self.next_id = 0
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        response: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        assert "result" in response, response
+        return response
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def timed(fn: Any) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--exe", required=True)
+    p.add_argument("--tree", required=True)
+    p.add_argument("--runs", type=int, default=11)
+    args = p.parse_args()
+    rg = args.exe + "-rg"
+    files = sum(1 for _ in Path(args.tree).rglob("*"))
+    print(f"tree: {args.tree} ({files} entries); {args.runs} runs per case, medians")
+
+    def bare(argv: list[str]) -> Any:
+        return lambda: subprocess.run([rg, "--no-config", *argv], cwd=args.tree, stdout=subprocess.DEVNULL, check=False)
+
+    sorted_glob = ["--files", "--glob={}", "--sort=modified", "--no-ignore", "--hidden", *VCS]
+    null_glob = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", *VCS]
+    cases = [
+        (
+            "grep [A-Z]+_SUSPEND",
+            "grep",
+            {"pattern": "[A-Z]+_SUSPEND"},
+            [("rg, same argv", ["--json", "--regexp=[A-Z]+_SUSPEND"])],
+        ),
+    ]
+    for pattern in ("*.c", "*"):
+        cases.append(
+            (
+                f"glob {pattern}",
+                "glob",
+                {"pattern": pattern},
+                [
+                    ("rg sorted listing", [a.format(pattern) for a in sorted_glob]),
+                    ("rg unsorted (our argv)", [a.format(pattern) for a in null_glob]),
+                ],
+            )
+        )
+    with tempfile.TemporaryDirectory() as spill:
+        daemon = Daemon(args.exe, args.tree, spill)
+        daemon.call("ping", {})
+        for name, method, params, comparisons in cases:
+            daemon.call(method, params)  # warm the page cache for everyone
+            ours: list[float] = []
+            theirs: dict[str, list[float]] = {label: [] for label, _ in comparisons}
+            for _ in range(args.runs):
+                ours.append(timed(lambda m=method, a=params: daemon.call(m, a)))
+                for label, argv in comparisons:
+                    theirs[label].append(timed(bare(argv)))
+            mine = statistics.median(ours)
+            print(f"{name:22s} daemon {mine * 1000:7.1f} ms")
+            for label, samples in theirs.items():
+                base = statistics.median(samples)
+                print(f"{'':22s} {label:24s} {base * 1000:7.1f} ms   ratio {mine / base:.3f}")
+        daemon.close()
+
+
+if __name__ == "__main__":
+    main()

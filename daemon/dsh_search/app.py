@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .config import Config
 from .paths import DenyGlobs
 from .ripgrep import LiveGroups
+from .scrollback import Terminals
 from .sidecar import Ripgrep
 from .spill import SpillStore
 
@@ -28,6 +29,7 @@ class App:
     groups: LiveGroups = field(default_factory=LiveGroups)
     server: Server | None = None
     _slots: asyncio.Semaphore | None = None
+    _terminals: Terminals | None = None
 
     @property
     def search_slots(self) -> asyncio.Semaphore:
@@ -35,3 +37,10 @@ class App:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.config.max_concurrent_searches)
         return self._slots
+
+    @property
+    def terminals(self) -> Terminals:
+        """Retained scrollback per terminal session (SPEC §8)."""
+        if self._terminals is None:
+            self._terminals = Terminals(self.config.scrollback_lines, self.config.scrollback_max_bytes)
+        return self._terminals

@@ -8,7 +8,7 @@ import os
 import threading
 from typing import Any
 
-from . import __version__, glob, grep, lifecycle, mcp, rpc, spill_methods, texts
+from . import __version__, glob, grep, lifecycle, mcp, rpc, spill_methods, terminal, texts
 from .app import App
 from .config import Config
 from .errors import SEARCH_ABORTED, ToolError
@@ -23,7 +23,7 @@ from .spill import SpillStore
 log = logging.getLogger("dsh_search")
 
 # Importing a method module registers its methods.
-_METHOD_MODULES = (lifecycle, mcp, glob, grep, spill_methods)
+_METHOD_MODULES = (lifecycle, mcp, glob, grep, spill_methods, terminal)
 
 
 def tool_of(call: rpc.Call) -> str | None:

@@ -197,16 +197,23 @@ TERMINAL_SEARCH_GUIDANCE = (
 )
 
 TERMINAL_SEARCH_DESCRIPTION = (
-    "Search the retained scrollback of a persistent terminal for lines containing a literal substring "
-    "(or, with regex: true, matching a ripgrep regular expression). Returns matching lines newest first as "
-    "[offset N] <line>, where N is the newest-relative line offset; terminal_read with offset N returns a "
-    "page that ends at that line, so one follow-up call shows a match's context. Reports the exact match "
-    "count and the retained line count; offset and limit page over matches."
+    "Search the retained scrollback of a persistent terminal for lines containing a literal, case-sensitive "
+    "substring (or, with regex: true, matching a ripgrep regular expression). Returns matching lines newest "
+    "first as [offset N] <line>, where N is the line's newest-relative offset: terminal_read with offset N "
+    "returns a page that ends at that line, so one follow-up call shows the output leading up to a match "
+    "(use a smaller offset to include the lines after it). Reports the exact match count and the retained "
+    "line count; offset and limit page over matches."
 )
 TERMINAL_SESSION_DESCRIPTION = "Terminal session id (as returned by terminal_open)."
-TERMINAL_PATTERN_DESCRIPTION = "Text to find. A literal substring unless regex is true (no metacharacters to escape)."
+TERMINAL_PATTERN_DESCRIPTION = (
+    "Text to find in a single line. A literal, case-sensitive substring unless regex is true (no "
+    "metacharacters to escape)."
+)
 TERMINAL_REGEX_DESCRIPTION = "Treat pattern as a ripgrep regular expression (default false)."
-TERMINAL_OFFSET_DESCRIPTION = "Number of newest matches to skip, for paging (default 0)."
+TERMINAL_OFFSET_DESCRIPTION = (
+    "Number of newest matches to skip, for paging (default 0). A count of matches, not a line offset: "
+    "for the next page, add the number of matches shown."
+)
 TERMINAL_LIMIT_DESCRIPTION = "Maximum matches to return (default 100)."
 TERMINAL_NO_MATCHES = "No matches found"
 
@@ -221,3 +228,21 @@ def terminal_summary(shown: int, match_count: int, total_lines: int) -> str:
 
 def unknown_terminal_session(session_id: str) -> str:
     return f"unknown terminal session: {session_id}"
+
+
+# --- scrollback argument errors (terminal_search shows them to the model) ----------------------------------
+
+SESSION_ID_EMPTY = "sessionId must be a non-empty string"
+PATTERN_MULTILINE = "pattern must be a single line (terminal_search matches one line at a time)"
+PATTERN_NOT_UNICODE = "pattern must be valid Unicode (it contains a lone surrogate)"
+PATTERN_NUL = "pattern must not contain a NUL character (write \\x00 in a regex)"
+CHUNK_EXACTLY_ONE = "exactly one of data and dataBase64 is required"
+CHUNK_BAD_BASE64 = "dataBase64 must be valid base64"
+
+
+def non_negative_safe_integer(name: str) -> str:
+    return f"{name} must be a non-negative safe integer"
+
+
+def positive_safe_integer(name: str) -> str:
+    return f"{name} must be a positive safe integer"

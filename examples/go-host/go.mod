@@ -1,0 +1,3 @@
+module example.com/dsh-search/go-host
+
+go 1.19

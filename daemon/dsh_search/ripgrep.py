@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import signal
@@ -155,6 +156,26 @@ class _StdoutReader:
                 self._loop.call_soon_threadsafe(_resolve, self.done)
 
 
+def _input_pipe() -> tuple[int, int]:
+    """A pipe for rg's stdin, enlarged (Linux) so a few big writes fill it instead of many small ones."""
+    read_end, write_end = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _READ_CHUNK)
+    return read_end, write_end
+
+
+def _feed_stdin(fd: int, data: bytes) -> None:
+    """Write all of data to rg's stdin with blocking writes on this thread, then close it."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass  # rg exited early (a bad pattern, a kill): what it did not read does not matter
+    finally:
+        os.close(fd)
+
+
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -180,6 +201,7 @@ async def run(
     them can overlap the search), instead of being collected; the cap still applies to their total.
     """
     out_r, out_w = os.pipe()
+    in_r, in_w = _input_pipe() if stdin_data is not None else (None, None)
     try:
         proc = await asyncio.create_subprocess_exec(
             rg_path,
@@ -187,16 +209,22 @@ async def run(
             *args,
             cwd=cwd,
             env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL if stdin_data is None else asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.DEVNULL if in_r is None else in_r,
             stdout=out_w,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
     except (OSError, ValueError, TypeError) as exc:
-        os.close(out_r)
+        for fd in (out_r, in_w):
+            if fd is not None:
+                os.close(fd)
         raise LaunchError(str(exc)) from exc
     finally:
-        os.close(out_w)
+        for fd in (out_w, in_r):
+            if fd is not None:
+                os.close(fd)
+    if in_w is not None and stdin_data is not None:
+        threading.Thread(target=_feed_stdin, args=(in_w, stdin_data), name="rg-stdin", daemon=True).start()
     pgid = proc.pid
     if groups is not None:
         groups.add(pgid)
@@ -207,7 +235,7 @@ async def run(
     try:
         if on_spawn is not None:
             on_spawn(proc.pid)
-        return await _collect(proc, reader, stderr_cap, grace_s, stdin_data)
+        return await _collect(proc, reader, stderr_cap, grace_s)
     except BaseException:
         # Cancelled (timeout, caller, shutdown) or failed while rg runs: the group must not outlive us.
         ending = asyncio.ensure_future(terminate(proc, grace_s))
@@ -226,7 +254,6 @@ async def _collect(
     reader: _StdoutReader,
     stderr_cap: int,
     grace_s: float,
-    stdin_data: bytes | None,
 ) -> Outcome:
     assert proc.stderr is not None
     stderr_stream = proc.stderr
@@ -241,16 +268,7 @@ async def _collect(
                 del err_tail[: len(err_tail) - stderr_cap]
                 err_lossy = True
 
-    async def write_stdin() -> None:
-        if stdin_data is None or proc.stdin is None:
-            return
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(stdin_data)
-            await proc.stdin.drain()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.close()
-
-    io_tasks = [asyncio.ensure_future(read_stderr()), asyncio.ensure_future(write_stdin())]
+    io_tasks = [asyncio.ensure_future(read_stderr())]
     try:
         await proc.wait()
         # A descendant holding a pipe open must not hang the call: give the pipes the grace, no more.

@@ -90,6 +90,7 @@ async def run_rg(
     where: Where,
     has_results: Callable[[bytes], bool],
     sink: Callable[[bytes], None] | None = None,
+    stdin_data: bytes | None = None,
 ) -> RgResult:
     config = app.config
     async with app.search_slots:
@@ -104,6 +105,7 @@ async def run_rg(
                 grace_s=config.grace_ms / 1000,
                 groups=app.groups,
                 stdout_sink=sink,
+                stdin_data=stdin_data,
             )
         except ripgrep.LaunchError as exc:
             log.info("%s: rg could not start: %s", tool, exc)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import binascii
 from typing import Any
 
-from . import errors, mcp, ripgrep, scrollback, search, texts
+from . import mcp, scrollback, search, texts
 from .app import App
-from .errors import ToolError, invalid_args
+from .errors import invalid_args
 from .params import object_schema
 from .registry import method
 from .scrollback import Scrollback, Snapshot
@@ -166,23 +166,10 @@ def _pattern(params: dict[str, Any], regex: bool) -> str:
 
 
 async def _regex_matches(app: App, snap: Snapshot, pattern: str) -> list[int]:
-    config = app.config
-    async with app.search_slots:
-        try:
-            outcome = await ripgrep.run(
-                app.rg.path,
-                scrollback.rg_args(pattern),
-                cwd="/",  # rg reads only stdin; a root that always exists
-                env=app.rg_env,
-                stdout_cap=config.raw_output_max_bytes,
-                stderr_cap=config.stderr_max_bytes,
-                grace_s=config.grace_ms / 1000,
-                stdin_data=scrollback.rg_stdin(snap),
-                groups=app.groups,
-            )
-        except ripgrep.LaunchError:
-            raise ToolError(errors.SEARCH_FAILED, texts.could_not_start(TOOL)) from None
-    result = search.classify(TOOL, outcome, config.raw_output_max_bytes, lambda _: False)
+    # rg reads only stdin; "/" is a cwd that always exists.
+    where = search.Where(cwd="/", path=None)
+    args = scrollback.rg_args(pattern)
+    result = await search.run_rg(app, TOOL, args, where, lambda _: False, stdin_data=scrollback.rg_stdin(snap))
     return [] if result.no_matches else scrollback.rg_matches(result.stdout, snap.total_lines)
 
 

@@ -40,9 +40,22 @@ from .spill import SpillRef
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 
 
+def _walk_threads() -> int:
+    """ripgrep walks on all CPUs but one; that one stats the files it lists (see _stat_batch)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+WALK_THREADS = _walk_threads()
+
+
 def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
-    """Upstream's argv (after `--no-config`), with `--null` in place of `--sort=modified`."""
-    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden"]
+    """Upstream's argv (after `--no-config`), with `--null` in place of `--sort=modified`, and a thread
+    count that leaves one CPU to the stat worker."""
+    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden", f"--threads={WALK_THREADS}"]
     for name in VCS_DIRS:
         argv += [f"--glob=!**/{name}", f"--glob=!**/{name}/**"]
     argv += deny.rg_args()
@@ -102,7 +115,7 @@ async def ordered_paths(batches: Batches[tuple[list[tuple[int, str]], bool]], cw
     else:
         keyed.sort(key=lambda item: (item[0], os.fsencode(item[1])))
         paths = [decode(os.fsencode(path)) for _, path in keyed]
-    if any(p.startswith("/") for p in paths):
+    if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
         paths = [to_workdir_relative(p, cwd) for p in paths]
     if deny:
         paths = [p for p in paths if not deny.denies(p)]

@@ -73,8 +73,8 @@ VCS = [
     "--glob=!**/.sl/**",
 ]
 # Upstream's glob argv has `--sort=modified` where ours has `--null` (SPEC §4 fixes: NUL-separated
-# output, and the daemon sorts by (mtime, path) itself).
-GLOB_HEAD = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden"]
+# output, and the daemon sorts by (mtime, path) itself) and a walk thread count (performance.md).
+GLOB_HEAD = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", f"--threads={glob_mod.WALK_THREADS}"]
 NO_DENY = DenyGlobs(())
 FAKE_HINT = "Use the fake retrieval hint."
 

@@ -5,12 +5,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DSH_VENV:-$ROOT/.venv}"
 PY="$VENV/bin/python"
 
-# Create or refresh the venv from the hashed lock file (only when the lock changed).
-ensure_venv() {
-  local stamp="$VENV/.dsh-requirements"
-  if [ -x "$PY" ] && cmp -s "$ROOT/requirements/dev.txt" "$stamp"; then
-    return
-  fi
+# The Python 3.11 that venvs are made from: DSH_PYTHON, else python3.11, else python3 if it is 3.11.
+find_python() {
   local python="${DSH_PYTHON:-}"
   if [ -z "$python" ]; then
     for candidate in python3.11 python3; do
@@ -20,6 +16,17 @@ ensure_venv() {
     done
   fi
   [ -n "$python" ] || { echo "scripts: Python 3.11 is required (set DSH_PYTHON)" >&2; exit 1; }
+  echo "$python"
+}
+
+# Create or refresh the venv from the hashed lock file (only when the lock changed).
+ensure_venv() {
+  local stamp="$VENV/.dsh-requirements"
+  if [ -x "$PY" ] && cmp -s "$ROOT/requirements/dev.txt" "$stamp"; then
+    return
+  fi
+  local python
+  python="$(find_python)"
   echo "scripts: creating $VENV from requirements/dev.txt" >&2
   "$python" -m venv --clear "$VENV"
   "$PY" -m pip install --quiet --disable-pip-version-check --require-hashes -r "$ROOT/requirements/dev.txt"

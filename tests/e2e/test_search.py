@@ -528,11 +528,13 @@ def test_hostile_patterns_are_inert(start: MakeDaemon, fx: Path, pattern: str) -
 
 @pytest.mark.parametrize("path", ["-leading-dash", "--files", "$(touch pwned)", "../../..", "a\nb"])
 def test_hostile_paths_are_inert(start: MakeDaemon, fx: Path, path: str) -> None:
+    deep = fx / "a" / "b" / "c"  # so that ../../.. stays inside the fixture
+    deep.mkdir(parents=True)
     d = start()
     for method in ("glob", "grep"):
-        response = d.call(method, {"pattern": "x", "path": path, "cwd": str(fx)})
+        response = d.call(method, {"pattern": "x", "path": path, "cwd": str(deep)})
         assert "result" in response or response["error"]["code"] == 1002, response
-    assert not (fx / "pwned").exists()
+    assert not (fx / "pwned").exists() and not (deep / "pwned").exists()
 
 
 def test_nul_bytes_and_huge_patterns(start: MakeDaemon, fx: Path) -> None:

@@ -1,0 +1,30 @@
+"""Fixtures of the packaging tests: the built dist directory, the SDK wheel built from it, a venv with it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.packaging.helpers import ROOT, Venv, build_wheel, install_wheel
+
+
+@pytest.fixture(scope="session")
+def dist_dir() -> Path:
+    """The directory of the built executable: DSH_SEARCH_EXE's, else dist/."""
+    exe = Path(os.environ.get("DSH_SEARCH_EXE", ROOT / "dist" / "dsh-search"))
+    dist = exe.parent
+    for name in ("dsh-search", "dsh-search-rg"):
+        assert (dist / name).is_file(), f"{dist / name} is missing: run scripts/build (scripts/test does)"
+    return dist
+
+
+@pytest.fixture(scope="session")
+def sdk_wheel(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(dist_dir, tmp_path_factory.mktemp("sdk-wheel"))
+
+
+@pytest.fixture(scope="session")
+def installed(sdk_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return install_wheel(sdk_wheel, tmp_path_factory.mktemp("sdk-venv") / "venv")

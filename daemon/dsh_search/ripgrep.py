@@ -156,8 +156,8 @@ class _StdoutReader:
                 self._loop.call_soon_threadsafe(_resolve, self.done)
 
 
-def _input_pipe() -> tuple[int, int]:
-    """A pipe for rg's stdin, enlarged (Linux) so a few big writes fill it instead of many small ones."""
+def _big_pipe() -> tuple[int, int]:
+    """A pipe enlarged to 1 MiB (Linux): a writer rarely blocks, and data moves in few large steps."""
     read_end, write_end = os.pipe()
     with contextlib.suppress(OSError, AttributeError):
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _READ_CHUNK)
@@ -200,8 +200,8 @@ async def run(
     With `stdout_sink`, stdout chunks go to the sink as they arrive, on a reader thread (so work on
     them can overlap the search), instead of being collected; the cap still applies to their total.
     """
-    out_r, out_w = os.pipe()
-    in_r, in_w = _input_pipe() if stdin_data is not None else (None, None)
+    out_r, out_w = _big_pipe()  # rg never waits for us to drain its output
+    in_r, in_w = _big_pipe() if stdin_data is not None else (None, None)
     try:
         proc = await asyncio.create_subprocess_exec(
             rg_path,

@@ -22,6 +22,7 @@ import select
 import signal
 import stat
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -252,6 +253,7 @@ class Server:
             if call.is_notification:
                 return None
             return rpc.error(call.id, rpc.INVALID_REQUEST, "server is shutting down")
+        started = time.perf_counter()
         try:
             return await self._dispatch(call)
         except Exception:
@@ -263,6 +265,8 @@ class Server:
             if call.is_notification or reason == CANCEL_MCP:
                 return None
             return self._hooks.cancelled_response(call, reason)
+        finally:
+            log.debug("%s %r took %.1f ms", call.method, call.id, (time.perf_counter() - started) * 1000)
 
     async def _dispatch(self, call: rpc.Call) -> dict[str, Any] | None:
         params: Any = [] if call.params is None else call.params

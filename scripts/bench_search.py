@@ -13,19 +13,12 @@ import argparse
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from stdio_client import StdioClient  # scripts/, beside this script
+from stdio_client import StdioClient, timed  # scripts/, beside this script
 
 VCS = [g for d in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for g in (f"--glob=!**/{d}", f"--glob=!**/{d}/**")]
-
-
-def timed(fn: Any) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def main() -> None:

@@ -18,9 +18,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from stdio_client import StdioClient  # scripts/, beside this script
+from stdio_client import StdioClient, timed  # scripts/, beside this script
 
 LINE_BYTES = 420
 FED_LINES = 12_000
@@ -40,12 +39,6 @@ def log_output(lines: int) -> str:
         plain += "x" * max(0, LINE_BYTES - len(plain))
         out.append(plain.replace(level, f"\x1b[{colour}m{level}\x1b[0m", 1) + "\r\n")
     return "".join(out)
-
-
-def timed(fn: Any) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def main() -> None:

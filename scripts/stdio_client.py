@@ -1,9 +1,11 @@
-"""A minimal JSON-RPC client for the scripts: spawn the daemon, one NDJSON request at a time."""
+"""What the scripts share: a minimal JSON-RPC client (spawn the daemon, one NDJSON request at a time)
+and a timer."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,3 +40,10 @@ class StdioClient:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         return self.proc.wait(timeout=30)
+
+
+def timed(fn: Any) -> float:
+    """Seconds one call of fn takes."""
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started

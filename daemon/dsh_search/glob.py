@@ -33,6 +33,7 @@ from .search import (
     resolve,
     run_rg,
     save_spill,
+    search_schemas,
     unreadable_suffix,
 )
 from .spill import SpillRef
@@ -157,16 +158,12 @@ async def _list(app: App, pattern: str, where: Where, deny: DenyGlobs) -> tuple[
     return await ordered_paths(batches, cwd, deny), result
 
 
-GLOB_PARAMS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+GLOB_PARAMS, GLOB_INPUT_SCHEMA = search_schemas(
+    {
         "pattern": {"type": "string", "description": texts.GLOB_PATTERN_DESCRIPTION},
         "path": {"type": "string", "description": texts.GLOB_PATH_DESCRIPTION},
-        "cwd": {"type": "string", "description": "Host only: the session's working directory."},
-        "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
-    },
-    "required": ["pattern"],
-}
+    }
+)
 
 
 @method(
@@ -203,20 +200,11 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model_schema(config: Any) -> dict[str, Any]:
-    props = GLOB_PARAMS["properties"]
-    return {
-        "type": "object",
-        "properties": {"pattern": props["pattern"], "path": props["path"]},
-        "required": ["pattern"],
-    }
-
-
 mcp.tool(
     mcp.Tool(
         name="glob",
         describe=lambda c: texts.glob_description(c.sample_over_cap_glob_results, c.glob_max_results),
-        input_schema=_model_schema,
+        input_schema=lambda _config: GLOB_INPUT_SCHEMA,
         meta_fields=("cwd", "sessionId"),
     )
 )

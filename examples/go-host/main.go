@@ -1,17 +1,18 @@
-// Example host: spawn dsh-search and drive one session over NDJSON framing, standard library only.
+// Example host: one dsh-search session through the Go client library (clients/go, standard library only,
+// NDJSON framing underneath).
 //
-//	go build -o go-host . && ./go-host [-exe PATH] [-corpus DIR] [-block-in-slow-grep]
+//	go build -o go-host . && ./go-host [-exe PATH | PATH] [-corpus DIR] [-block-in-slow-grep]
 //
-//	-exe PATH             the daemon (else $DSH_SEARCH_EXE, else ../../dist/dsh-search from the current
-//	                      directory, i.e. run it from examples/go-host)
+//	-exe PATH             the daemon (else $DSH_SEARCH_EXE, else dsh-search on PATH)
 //	-corpus DIR           where the slow-grep corpus lives (generated there when missing; default: a
 //	                      temporary directory)
 //	-block-in-slow-grep   start a slow grep and wait for it forever (the tests SIGKILL the host then)
 //
 // The session: initialize, tools/list, concurrent requests from goroutines (glob, grep, ping, and a slow
 // grep whose context times out → $/cancelRequest → -32800), a grep with a bad pattern, a slow grep
-// cancelled with context.WithCancel, scrollback/append + terminal_search, shutdown + exit, and a teardown
-// that closes stdin and then signals SIGTERM, never SIGKILL first. Each step prints one transcript line.
+// cancelled with context.WithCancel, scrollback/append + terminal_search, shutdown, and the client's
+// teardown (exit, close stdin, SIGTERM after a grace, never SIGKILL first). Each step prints one
+// transcript line.
 package main
 
 import (
@@ -27,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	dshsearch "github.com/dsh-search/dsh-search/clients/go"
 )
 
 // A regex with no required literal over Unicode word classes: ripgrep has to run its regex engine over
@@ -34,23 +37,15 @@ import (
 // so the search finds nothing and stays small however long it runs.
 const slowPattern = `(?:\w+\W){1,20}?\w{9}\b`
 
-const (
-	exitWait = 5 * time.Second                         // for the daemon to leave after stdin is closed
-	termWait = (3000 + 1000 + 2000) * time.Millisecond // graceMs (default 3000) + 1 s, and some slack
-)
-
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 func main() {
-	exe := flag.String("exe", os.Getenv("DSH_SEARCH_EXE"), "the dsh-search executable")
+	exe := flag.String("exe", "", "the dsh-search executable (default: $DSH_SEARCH_EXE, else dsh-search on PATH)")
 	corpus := flag.String("corpus", "", "directory of the slow-grep corpus (generated when missing)")
 	block := flag.Bool("block-in-slow-grep", false, "start a slow grep and wait for it forever")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		*exe = flag.Arg(0)
-	}
-	if *exe == "" {
-		*exe = filepath.Join("..", "..", "dist", "dsh-search")
 	}
 	os.Exit(run(*exe, *corpus, *block))
 }
@@ -60,6 +55,11 @@ func run(exe, corpus string, block bool) int {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
+	exe, err := dshsearch.FindExecutable(exe)
+	if err != nil {
+		say("FAILED: %v", err)
+		return 1
+	}
 	scratch, err := os.MkdirTemp("", "dsh-go-host-")
 	if err != nil {
 		say("FAILED: %v", err)
@@ -82,12 +82,25 @@ func run(exe, corpus string, block bool) int {
 		return 1
 	}
 
-	opts := Options{Log: func(format string, args ...any) { say("client: "+format, args...) }}
-	client, err := Start(opts, exe,
-		"--sample-over-cap-glob-results", "true", // required: there is no default
-		"--workdir", tree,
-		"--spill-dir", filepath.Join(scratch, "spill"))
-	if err != nil {
+	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
+	client, err := dshsearch.Start(startCtx, dshsearch.Options{
+		Executable:               exe,
+		SampleOverCapGlobResults: dshsearch.Bool(true), // required: there is no default
+		Workdir:                  tree,
+		SpillDir:                 filepath.Join(scratch, "spill"),
+		ClientName:               "dsh-search-go-host",
+		ClientVersion:            "0.1.0",
+		Log:                      func(format string, args ...any) { say("client: "+format, args...) },
+	})
+	cancelStart()
+	var startup *dshsearch.StartupError
+	if errors.As(err, &startup) {
+		// The daemon refused to run and said why in one stderr line: status 3 = the ripgrep sidecar is
+		// missing or broken (a broken install: reinstall, do not retry), status 2 = invalid configuration.
+		say("exit: %s", describeExit(startup.State))
+		say("FAILED: daemon exited unexpectedly (%s)", describeExit(startup.State))
+		return 1
+	} else if err != nil {
 		say("FAILED: could not start %s: %v", exe, err)
 		return 1
 	}
@@ -95,15 +108,15 @@ func run(exe, corpus string, block bool) int {
 
 	failed := session(ctx, client, corpus, block)
 
-	state, stopErr := client.Stop(exitWait, termWait)
+	// Close: shutdown (done by the session), exit, close stdin, SIGTERM after a grace, SIGKILL only as the
+	// last resort (a SIGKILLed onefile launcher leaks its _MEI* directory and orphans the daemon).
+	state, stopErr := client.Close()
 	if stopErr != nil {
 		say("teardown: %v", stopErr)
 	}
 	say("exit: %s", describeExit(state))
 	if failed != nil {
-		if errors.Is(failed, ErrClosed) {
-			// At startup this means the daemon refused to run and said why in one stderr line:
-			// status 3 = the ripgrep sidecar is missing or broken, status 2 = invalid configuration.
+		if errors.Is(failed, dshsearch.ErrClosed) {
 			failed = fmt.Errorf("daemon exited unexpectedly (%s)", describeExit(state))
 		}
 		say("FAILED: %v", failed)
@@ -126,85 +139,37 @@ func describeExit(state *os.ProcessState) string {
 
 // -- the session ---------------------------------------------------------------------------------------
 
-type initializeResult struct {
-	ProtocolVersion string `json:"protocolVersion"`
-	ServerInfo      struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"serverInfo"`
-	Ripgrep struct {
-		Version string `json:"version"`
-	} `json:"ripgrep"`
-}
-
-type searchResult struct {
-	Text string `json:"text"`
-	Meta struct {
-		Files []struct {
-			Path string `json:"path"`
-		} `json:"files"`
-	} `json:"meta"`
-	Spill *struct {
-		Locator string `json:"locator"`
-	} `json:"spill"`
-}
-
-type terminalSearchResult struct {
-	Matches []struct {
-		Offset int    `json:"offset"`
-		Line   string `json:"line"`
-	} `json:"matches"`
-	MatchCount int  `json:"matchCount"`
-	TotalLines int  `json:"totalLines"`
-	Truncated  bool `json:"truncated"`
-}
-
-type params = map[string]any
-
-// describe shows an error the way a host would log it: for a tool error, its code and the first line of
-// the text meant for the model.
+// describe shows an error the way a host would log it: for a tool error, its code, kind and the first line
+// of the text meant for the model.
 func describe(err error) string {
-	var rpcErr *Error
-	if errors.As(err, &rpcErr) && rpcErr.Data != nil {
-		return fmt.Sprintf("error %d %s: %s", rpcErr.Code, rpcErr.Data.Code, strings.SplitN(rpcErr.Data.Text, "\n", 2)[0])
-	}
-	var cancelled *CancelledError
+	var cancelled *dshsearch.CancelledError
 	if errors.As(err, &cancelled) && cancelled.Reply != nil {
 		return describe(cancelled.Reply)
+	}
+	var rpcErr *dshsearch.Error
+	if errors.As(err, &rpcErr) {
+		return fmt.Sprintf("error %d %s: %s", rpcErr.Code, rpcErr.Kind(), strings.SplitN(rpcErr.Text(), "\n", 2)[0])
 	}
 	return err.Error()
 }
 
-func session(ctx context.Context, c *Client, corpus string, block bool) error {
+func session(ctx context.Context, c *dshsearch.Client, corpus string, block bool) error {
 	// Every call gets a deadline: a host must never wait forever on a child process.
 	quick := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 30*time.Second) }
 
-	var init initializeResult
-	cctx, cancel := quick()
-	err := c.Call(cctx, "initialize", params{
-		"protocolVersion": "2025-06-18",
-		"capabilities":    params{},
-		"clientInfo":      params{"name": "dsh-search-go-host", "version": "0.1.0"},
-	}, &init)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
+	init := c.InitializeResult()
 	say("initialize: %s %s, ripgrep %s, protocol %s", init.ServerInfo.Name, init.ServerInfo.Version, init.Ripgrep.Version, init.ProtocolVersion)
 
-	var tools struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	cctx, cancel = quick()
-	err = c.Call(cctx, "tools/list", nil, &tools)
+	// The model-facing tools. terminal_search may be listed only once a scrollback exists; it can be called
+	// directly either way.
+	cctx, cancel := quick()
+	tools, err := c.ToolsList(cctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("tools/list: %w", err)
 	}
 	var names []string
-	for _, t := range tools.Tools {
+	for _, t := range tools {
 		names = append(names, t.Name)
 	}
 	say("tools/list: %s", strings.Join(names, ", "))
@@ -212,7 +177,7 @@ func session(ctx context.Context, c *Client, corpus string, block bool) error {
 	if block {
 		// For the tests: a slow grep that this host waits for until someone kills it.
 		say("slow grep: started in %s, waiting", corpus)
-		err := c.Call(ctx, "grep", params{"pattern": slowPattern, "cwd": corpus}, nil)
+		_, err := c.Grep(ctx, dshsearch.GrepParams{Pattern: slowPattern, Cwd: corpus})
 		say("slow grep: ended: %v", err)
 		return err
 	}
@@ -221,23 +186,23 @@ func session(ctx context.Context, c *Client, corpus string, block bool) error {
 		return err
 	}
 
-	// A search failure is a JSON-RPC error whose data says what to show the model.
+	// A search failure is an *Error: Kind() says what failed, Text() what to show the model.
 	cctx, cancel = quick()
-	err = c.Call(cctx, "grep", params{"pattern": "("}, nil)
+	_, err = c.Grep(cctx, dshsearch.GrepParams{Pattern: "("})
 	cancel()
-	var rpcErr *Error
+	var rpcErr *dshsearch.Error
 	if !errors.As(err, &rpcErr) {
 		return fmt.Errorf(`grep "(": expected an error response, got %v`, err)
 	}
 	say(`grep "(": %s`, describe(err))
 
-	// Cancellation: when the context is cancelled, Call sends `$/cancelRequest {id}`; the daemon kills that
-	// search's ripgrep process group and answers -32800.
+	// Cancellation: when the context is cancelled, the call sends `$/cancelRequest {id}`; the daemon kills
+	// that search's ripgrep process group and answers -32800.
 	cctx, cancel = context.WithCancel(ctx)
 	var cancelledAt time.Time
 	started := time.Now()
 	timer := time.AfterFunc(500*time.Millisecond, func() { cancelledAt = time.Now(); cancel() })
-	err = c.Call(cctx, "grep", params{"pattern": slowPattern, "cwd": corpus}, nil)
+	_, err = c.Grep(cctx, dshsearch.GrepParams{Pattern: slowPattern, Cwd: corpus})
 	timer.Stop()
 	cancel()
 	if err := expectCancelled(err, context.Canceled); err != nil {
@@ -246,30 +211,25 @@ func session(ctx context.Context, c *Client, corpus string, block bool) error {
 	say("slow grep: cancelled after %d ms, answered %d ms later: %s",
 		cancelledAt.Sub(started).Milliseconds(), time.Since(cancelledAt).Milliseconds(), describe(err))
 
-	if contains(names, "terminal_search") {
-		if err := terminal(ctx, c); err != nil {
-			return err
-		}
-	} else {
-		say("terminal_search: not offered by this daemon, skipped")
+	if err := terminal(ctx, c); err != nil {
+		return err
 	}
 
-	// Polite end: `shutdown` waits for running searches and answers null; `exit` makes the daemon leave.
+	// Polite end: `shutdown` waits for running searches and answers null; Close then says `exit`.
 	cctx, cancel = quick()
-	var down any = "unset"
-	err = c.Call(cctx, "shutdown", nil, &down)
+	err = c.Shutdown(cctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	say("shutdown: %v", jsonish(down))
-	return c.Notify("exit", nil)
+	say("shutdown: null")
+	return nil
 }
 
 // concurrent sends several requests at once from goroutines, one of them a slow grep under a context
-// timeout: the daemon answers the quick ones while the slow one runs, and when the deadline passes Call
-// cancels the slow one with `$/cancelRequest`.
-func concurrent(ctx context.Context, c *Client, corpus string) error {
+// timeout: the daemon answers the quick ones while the slow one runs, and when the deadline passes the
+// client cancels the slow one with `$/cancelRequest`.
+func concurrent(ctx context.Context, c *dshsearch.Client, corpus string) error {
 	type outcome struct {
 		line string
 		err  error
@@ -291,16 +251,13 @@ func concurrent(ctx context.Context, c *Client, corpus string) error {
 			outcomes[name] = outcome{line, err}
 		}()
 	}
-	search := func(method, pattern string) func() (string, error) {
+	grep := func(pattern string) func() (string, error) {
 		return func() (string, error) {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			var res searchResult
-			if err := c.Call(cctx, method, params{"pattern": pattern}, &res); err != nil {
+			res, err := c.Grep(cctx, dshsearch.GrepParams{Pattern: pattern})
+			if err != nil {
 				return "", err
-			}
-			if method == "glob" {
-				return strings.Join(strings.Split(res.Text, "\n"), ", "), nil
 			}
 			var files []string
 			for _, f := range res.Meta.Files {
@@ -314,7 +271,7 @@ func concurrent(ctx context.Context, c *Client, corpus string) error {
 	run("slow grep", func() (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer cancel()
-		err := c.Call(cctx, "grep", params{"pattern": slowPattern, "cwd": corpus}, nil)
+		_, err := c.Grep(cctx, dshsearch.GrepParams{Pattern: slowPattern, Cwd: corpus})
 		if err := expectCancelled(err, context.DeadlineExceeded); err != nil {
 			return "", err
 		}
@@ -322,15 +279,21 @@ func concurrent(ctx context.Context, c *Client, corpus string) error {
 			time.Since(started).Milliseconds(), describe(err)), nil
 	})
 	time.Sleep(50 * time.Millisecond) // let the slow search start first, so the others visibly overtake it
-	run(`glob "**/*.js"`, search("glob", "**/*.js"))
-	run(`grep "TODO"`, search("grep", "TODO"))
-	run(`grep "export"`, search("grep", "export"))
+	run(`glob "**/*.js"`, func() (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := c.Glob(cctx, dshsearch.GlobParams{Pattern: "**/*.js"})
+		if err != nil {
+			return "", err
+		}
+		return strings.Join(strings.Split(res.Text, "\n"), ", "), nil
+	})
+	run(`grep "TODO"`, grep("TODO"))
+	run(`grep "export"`, grep("export"))
 	run("ping", func() (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		var pong any
-		err := c.Call(cctx, "ping", nil, &pong)
-		return jsonish(pong), err
+		return "{}", c.Ping(cctx)
 	})
 	wg.Wait()
 
@@ -346,7 +309,7 @@ func concurrent(ctx context.Context, c *Client, corpus string) error {
 }
 
 func expectCancelled(err error, cause error) error {
-	var cancelled *CancelledError
+	var cancelled *dshsearch.CancelledError
 	switch {
 	case !errors.As(err, &cancelled):
 		return fmt.Errorf("expected a cancelled call, got %v", err)
@@ -354,32 +317,29 @@ func expectCancelled(err error, cause error) error {
 		return fmt.Errorf("expected %v, got %v", cause, err)
 	case cancelled.Reply == nil:
 		return fmt.Errorf("the daemon did not answer the cancellation: %v", err)
-	case cancelled.Reply.Code != RequestCancelled:
-		return fmt.Errorf("expected error %d, got %v", RequestCancelled, cancelled.Reply)
+	case cancelled.Reply.Code != dshsearch.RequestCancelled:
+		return fmt.Errorf("expected error %d, got %v", dshsearch.RequestCancelled, cancelled.Reply)
 	}
 	return nil
 }
 
 // terminal feeds terminal output into the daemon's scrollback and searches it. Output arrives in chunks,
 // with colours and CRLFs; the daemon keeps a sanitised copy per terminal session.
-func terminal(ctx context.Context, c *Client) error {
+func terminal(ctx context.Context, c *dshsearch.Client) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	const sessionID = "term-1"
 	// A notification appends without an answer; a request returns the line count.
-	if err := c.Notify("scrollback/append", params{"sessionId": sessionID, "data": "$ make\r\n\x1b[31merror: missing semicolon\x1b[0m\r"}); err != nil {
+	if err := c.ScrollbackAppendNoWait(sessionID, "$ make\r\n\x1b[31merror: missing semicolon\x1b[0m\r"); err != nil {
 		return err
 	}
-	var appended struct {
-		TotalLines int  `json:"totalLines"`
-		Truncated  bool `json:"truncated"`
-	}
-	if err := c.Call(cctx, "scrollback/append", params{"sessionId": sessionID, "data": "\nbuild failed\r\n$ make test\r\nerror: 2 tests failed\r\n"}, &appended); err != nil {
+	appended, err := c.ScrollbackAppend(cctx, sessionID, "\nbuild failed\r\n$ make test\r\nerror: 2 tests failed\r\n")
+	if err != nil {
 		return fmt.Errorf("scrollback/append: %w", err)
 	}
 	say("scrollback/append: totalLines=%d truncated=%v", appended.TotalLines, appended.Truncated)
-	var found terminalSearchResult
-	if err := c.Call(cctx, "terminal_search", params{"sessionId": sessionID, "pattern": "error"}, &found); err != nil {
+	found, err := c.TerminalSearch(cctx, dshsearch.TerminalSearchParams{SessionID: sessionID, Pattern: "error"})
+	if err != nil {
 		return fmt.Errorf("terminal_search: %w", err)
 	}
 	var lines []string
@@ -387,31 +347,10 @@ func terminal(ctx context.Context, c *Client) error {
 		lines = append(lines, fmt.Sprintf("[offset %d] %s", m.Offset, m.Line))
 	}
 	say(`terminal_search "error": %d matches: %s`, found.MatchCount, strings.Join(lines, " | "))
-	if err := c.Call(cctx, "scrollback/close", params{"sessionId": sessionID}, nil); err != nil {
+	if _, err := c.ScrollbackClose(cctx, sessionID); err != nil {
 		return fmt.Errorf("scrollback/close: %w", err)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func jsonish(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		if len(v) == 0 {
-			return "{}"
-		}
-	}
-	return fmt.Sprint(v)
 }
 
 // -- a small tree to search, and a corpus that keeps ripgrep busy --------------------------------------

@@ -1,50 +1,36 @@
 #!/usr/bin/env node
-// Example host: spawn dsh-search and drive one session over LSP framing with vscode-jsonrpc.
+// Example host: one dsh-search session through the dsh-search-client library (clients/node), which spawns
+// the daemon and speaks LSP framing with vscode-jsonrpc underneath.
 //
-//   node host.js [--exe PATH] [--corpus DIR] [--block-in-slow-grep]
+//   node host.js [--exe PATH | PATH] [--corpus DIR] [--block-in-slow-grep]
 //
-//   --exe PATH             the daemon (else $DSH_SEARCH_EXE, else ../../dist/dsh-search next to this file)
+//   --exe PATH             the daemon (else $DSH_SEARCH_EXE, else `dsh-search` on PATH)
 //   --corpus DIR           where the slow-grep corpus lives (generated there when missing; default: a
 //                          temporary directory)
 //   --block-in-slow-grep   start a slow grep and wait for it forever (the tests SIGKILL the host then)
 //
-// The session: initialize, tools/list, glob, grep, a grep with a bad pattern, a slow grep cancelled with
-// a CancellationTokenSource ($/cancelRequest → error -32800), scrollback/append + terminal_search,
-// shutdown + exit, then a clean teardown. Each step prints one transcript line on stdout.
+// The session: initialize, tools/list, glob, grep, a grep with a bad pattern, a slow grep cancelled with an
+// AbortSignal ($/cancelRequest → error -32800), scrollback/append + terminal_search, shutdown, then the
+// client's graceful teardown. Each step prints one transcript line on stdout.
 
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import {
-  CancellationTokenSource,
-  ResponseError,
-  StreamMessageReader,
-  StreamMessageWriter,
-  createMessageConnection,
-} from 'vscode-jsonrpc/node';
-
-const HERE = dirname(fileURLToPath(import.meta.url));
-
-// JSON-RPC / LSP code for a request the client cancelled (LSP's RequestCancelled; not in vscode-jsonrpc's
-// own ErrorCodes, which stop at the JSON-RPC reserved ones).
-const REQUEST_CANCELLED = -32800;
+import { AbortedError, Client, RequestError, StartupError, findExecutable } from 'dsh-search-client';
 
 // A regex with no required literal over Unicode word classes: ripgrep has to run its regex engine over
 // every line, which takes seconds on the generated corpus. Nothing in the corpus has a nine-letter word,
 // so the search finds nothing and stays small however long it runs.
 const SLOW_PATTERN = String.raw`(?:\w+\W){1,20}?\w{9}\b`;
 
-// How long to wait for the daemon to leave on its own after stdin is closed, and after SIGTERM. The daemon
-// exits within graceMs (3000 by default) + 1 s of SIGTERM.
-const EXIT_WAIT_MS = 5000;
-const TERM_WAIT_MS = 3000 + 1000 + 2000;
+// Every call gets a deadline: a host must never wait forever on its child. When it passes, the client
+// cancels the request in the daemon ($/cancelRequest) rather than just stop waiting.
+const deadline = (ms = 30_000) => ({ signal: AbortSignal.timeout(ms) });
 
 function parseArgs(argv) {
-  const options = { exe: process.env.DSH_SEARCH_EXE || resolve(HERE, '../../dist/dsh-search'), corpus: null, block: false };
+  const options = { exe: undefined, corpus: null, block: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--exe') options.exe = resolve(argv[++i]);
@@ -97,89 +83,13 @@ function ensureSlowCorpus(root, files = 4, lines = 400_000) {
   for (let i = 0; i < files; i++) writeFileSync(join(root, `slow-${i}.txt`), text);
 }
 
-// -- the daemon process -----------------------------------------------------------------------------------
-
-function startDaemon(exe, workdir, spillDir) {
-  const child = spawn(
-    exe,
-    [
-      '--framing', 'lsp', // auto-detection would work too (first byte 'C'); saying it is clearer
-      '--sample-over-cap-glob-results', 'true', // required: there is no default
-      '--workdir', workdir,
-      '--spill-dir', spillDir,
-    ],
-    // stdin/stdout carry the protocol; stderr (logs, and the one-line startup errors) goes to ours.
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  // Writing to a daemon that has gone fails with EPIPE on this stream; the exit status tells the story.
-  child.stdin.on('error', () => {});
-  // A failed spawn (no such file) is an 'error' event, not an exception.
-  const spawned = new Promise((resolve, reject) => {
-    child.once('spawn', resolve);
-    child.once('error', reject);
-  });
-  return { child, exited, spawned };
-}
-
-// Stop the daemon without leaking anything:
-//  1. close its stdin: it answers what is still running and exits 0 (after `exit` it is gone already);
-//  2. if it is still there after a grace, SIGTERM: it aborts its searches, kills their ripgrep process
-//     groups and exits within graceMs + 1 s;
-//  3. SIGKILL only as the very last resort, never first. dist/dsh-search is a PyInstaller onefile
-//     executable: the process we spawned is a launcher that unpacks Python into a temporary _MEI*
-//     directory and runs the daemon as its child. SIGKILL cannot be caught, so a SIGKILLed launcher
-//     neither forwards the signal nor removes that directory: the extraction directory leaks, and the
-//     Python process (with any ripgrep it runs) is orphaned until it notices its closed pipes.
-async function stopDaemon({ child, exited }) {
-  // The exit status, or null if the daemon is still running after ms (the timer must not outlive the
-  // wait, or it would keep this process alive).
-  const within = async (ms) => {
-    const timer = new AbortController();
-    const timeout = sleep(ms, null, { signal: timer.signal }).catch(() => null);
-    try {
-      return await Promise.race([exited, timeout]);
-    } finally {
-      timer.abort();
-    }
-  };
-  child.stdin.end();
-  let status = await within(EXIT_WAIT_MS);
-  if (status === null) {
-    say(`teardown: daemon still running ${EXIT_WAIT_MS} ms after stdin closed; sending SIGTERM`);
-    child.kill('SIGTERM');
-    status = await within(TERM_WAIT_MS);
-  }
-  if (status === null) {
-    say('teardown: daemon ignored SIGTERM; sending SIGKILL (last resort)');
-    child.kill('SIGKILL');
-    status = await exited;
-  }
-  return status;
-}
-
 // -- the session ------------------------------------------------------------------------------------------
 
-// A tool method's error carries data {code, text}: `text` ("Error: …") is what a model should be shown.
+// A tool method's error carries the failure kind (`code`) and `text` ("Error: …"), what a model should see.
 function describeError(err) {
-  const data = err.data ?? {};
-  const text = String(data.text ?? err.message).split('\n')[0];
-  return `error ${err.code} ${data.code ?? '-'}: ${text}`;
-}
-
-// Every request gets a deadline, so the host never waits forever on its child. On expiry (or when the
-// caller cancels `source`) the token is cancelled: vscode-jsonrpc sends `$/cancelRequest {id}`, the daemon
-// kills that search's ripgrep process group and answers -32800, and the promise rejects with that error.
-async function request(connection, method, params, { timeoutMs = 30_000, source = new CancellationTokenSource() } = {}) {
-  const timer = setTimeout(() => source.cancel(), timeoutMs);
-  try {
-    return await (params === undefined
-      ? connection.sendRequest(method, source.token)
-      : connection.sendRequest(method, params, source.token));
-  } finally {
-    clearTimeout(timer);
-    source.dispose();
-  }
+  if (err instanceof AbortedError && err.reply) return describeError(err.reply);
+  if (err instanceof RequestError) return `error ${err.rpcCode} ${err.code}: ${err.text.split('\n')[0]}`;
+  return err.message;
 }
 
 async function expectError(promise) {
@@ -187,115 +97,114 @@ async function expectError(promise) {
     const result = await promise;
     throw new Error(`expected an error, got ${JSON.stringify(result).slice(0, 200)}`);
   } catch (err) {
-    if (err instanceof ResponseError) return err;
+    if (err instanceof RequestError || err instanceof AbortedError) return err;
     throw err;
   }
 }
 
-async function session(connection, options, corpus) {
-  const init = await request(connection, 'initialize', {
-    protocolVersion: '2025-06-18',
-    capabilities: {},
-    clientInfo: { name: 'dsh-search-node-host', version: '0.1.0' },
-  });
+async function session(client, options, corpus) {
+  const init = client.initializeResult;
   say(`initialize: ${init.serverInfo.name} ${init.serverInfo.version}, ripgrep ${init.ripgrep.version}, protocol ${init.protocolVersion}`);
 
-  const { tools } = await request(connection, 'tools/list');
-  const toolNames = tools.map((t) => t.name);
-  say(`tools/list: ${toolNames.join(', ')}`);
+  // The model-facing tools. terminal_search may be listed only once a scrollback exists; it can be called
+  // directly either way.
+  const tools = await client.toolsList(deadline());
+  say(`tools/list: ${tools.map((t) => t.name).join(', ')}`);
 
   if (options.block) {
-    // For the tests: a slow grep that this host waits for (deliberately without a deadline) until
-    // someone kills it.
+    // For the tests: a slow grep that this host waits for (deliberately without a deadline) until someone
+    // kills it.
     say(`slow grep: started in ${corpus}, waiting`);
-    await connection.sendRequest('grep', { pattern: SLOW_PATTERN, cwd: corpus });
+    await client.grep(SLOW_PATTERN, { cwd: corpus });
     say('slow grep: ended');
     return;
   }
 
-  const glob = await request(connection, 'glob', { pattern: '**/*.js' });
+  const glob = await client.glob('**/*.js', deadline());
   say(`glob "**/*.js": ${glob.text.split('\n').join(', ')}`);
 
-  const grep = await request(connection, 'grep', { pattern: 'TODO' });
+  const grep = await client.grep('TODO', deadline());
   say(`grep "TODO": ${grep.text.split('\n')[0]} in ${grep.meta.files.map((f) => f.path).join(', ')}`);
 
-  // A search failure is a JSON-RPC error whose data says what to show the model.
-  const bad = await expectError(request(connection, 'grep', { pattern: '(' }));
+  // A search failure is a RequestError: `code` says what failed, `text` what to show the model.
+  const bad = await expectError(client.grep('(', deadline()));
   say(`grep "(": ${describeError(bad)}`);
 
-  // Cancellation: cancelling the token makes vscode-jsonrpc send `$/cancelRequest {id}`; the daemon kills
-  // that search's ripgrep process group and answers the request with -32800.
-  const source = new CancellationTokenSource();
+  // Cancellation: aborting the signal makes the client send `$/cancelRequest {id}`; the daemon kills that
+  // search's ripgrep process group and answers -32800, and the call rejects with an AbortedError carrying
+  // that answer.
+  const controller = new AbortController();
   const started = Date.now();
-  const slow = request(connection, 'grep', { pattern: SLOW_PATTERN, cwd: corpus }, { source });
+  const slow = client.grep(SLOW_PATTERN, { cwd: corpus, signal: controller.signal });
   await sleep(500);
   const cancelledAt = Date.now();
-  source.cancel();
+  controller.abort();
   const aborted = await expectError(slow);
-  if (aborted.code !== REQUEST_CANCELLED) throw new Error(`slow grep: expected -32800, got ${describeError(aborted)}`);
+  if (!(aborted instanceof AbortedError) || aborted.reply?.rpcCode !== -32800) {
+    throw new Error(`slow grep: expected -32800, got ${describeError(aborted)}`);
+  }
   say(`slow grep: cancelled after ${cancelledAt - started} ms, answered ${Date.now() - cancelledAt} ms later: ${describeError(aborted)}`);
 
-  if (toolNames.includes('terminal_search')) {
-    // Terminal output arrives in chunks, with colours and CRLFs; the daemon keeps a sanitised scrollback
-    // per terminal session. A notification appends without an answer; a request returns the line count.
-    const sessionId = 'term-1';
-    await connection.sendNotification('scrollback/append', { sessionId, data: '$ make\r\n\x1b[31merror: missing semicolon\x1b[0m\r' });
-    const appended = await request(connection, 'scrollback/append', {
-      sessionId,
-      data: '\nbuild failed\r\n$ make test\r\nerror: 2 tests failed\r\n',
-    });
-    say(`scrollback/append: totalLines=${appended.totalLines} truncated=${appended.truncated}`);
-    const found = await request(connection, 'terminal_search', { sessionId, pattern: 'error' });
-    const lines = found.matches.map((m) => `[offset ${m.offset}] ${m.line}`);
-    say(`terminal_search "error": ${found.matchCount} matches: ${lines.join(' | ')}`);
-    await request(connection, 'scrollback/close', { sessionId });
-  } else {
-    say('terminal_search: not offered by this daemon, skipped');
-  }
+  // Terminal output arrives in chunks, with colours and CRLFs; the daemon keeps a sanitised scrollback per
+  // terminal session. A notification appends without an answer; a request returns the line count.
+  const sessionId = 'term-1';
+  await client.scrollbackAppendNoWait(sessionId, '$ make\r\n\x1b[31merror: missing semicolon\x1b[0m\r');
+  const appended = await client.scrollbackAppend(sessionId, '\nbuild failed\r\n$ make test\r\nerror: 2 tests failed\r\n', deadline());
+  say(`scrollback/append: totalLines=${appended.totalLines} truncated=${appended.truncated}`);
+  const found = await client.terminalSearch(sessionId, 'error', deadline());
+  const lines = found.matches.map((m) => `[offset ${m.offset}] ${m.line}`);
+  say(`terminal_search "error": ${found.matchCount} matches: ${lines.join(' | ')}`);
+  await client.scrollbackClose(sessionId, deadline());
 
-  // Polite end: `shutdown` waits for running searches and answers null; `exit` makes the daemon leave.
-  const down = await request(connection, 'shutdown');
-  say(`shutdown: ${JSON.stringify(down)}`);
-  await connection.sendNotification('exit');
+  // Polite end: `shutdown` waits for running searches and answers null; close() then says `exit`.
+  say(`shutdown: ${JSON.stringify(await client.shutdown())}`);
 }
 
 async function main() {
   const options = parseArgs(process.argv.slice(2));
+  let executable;
+  try {
+    executable = findExecutable(options.exe); // --exe or the argument, else $DSH_SEARCH_EXE, else PATH
+  } catch (err) {
+    say(`FAILED: ${err.message}`);
+    process.exitCode = 1;
+    return;
+  }
   const scratch = mkdtempSync(join(tmpdir(), 'dsh-node-host-'));
   const workdir = join(scratch, 'tree');
   writeDemoTree(workdir);
   const corpus = options.corpus ?? join(scratch, 'slow');
   ensureSlowCorpus(corpus);
 
-  const daemon = startDaemon(options.exe, workdir, join(scratch, 'spill'));
+  let client;
   try {
-    await daemon.spawned;
+    client = await Client.start({
+      executable,
+      sampleOverCapGlobResults: true, // required: there is no default
+      workdir,
+      spillDir: join(scratch, 'spill'),
+      clientInfo: { name: 'dsh-search-node-host', version: '0.1.0' },
+    });
+    say(`spawned ${executable} pid=${client.pid} framing=lsp`);
   } catch (err) {
-    say(`FAILED: could not start ${options.exe}: ${err.message}`);
+    // Status 3 = the ripgrep sidecar is missing or broken (a broken install: reinstall, do not retry);
+    // status 2 = invalid configuration. The daemon's one stderr line (inherited) says why.
+    if (err instanceof StartupError) {
+      say(`exit: daemon exited with code ${err.exitCode} signal ${err.signal ?? 'none'}`);
+      say(`FAILED: daemon exited unexpectedly with code ${err.exitCode} signal ${err.signal ?? 'none'}`);
+    } else {
+      say(`FAILED: could not start dsh-search: ${err.message}`);
+    }
     rmSync(scratch, { recursive: true, force: true });
     process.exitCode = 1;
     return;
   }
-  say(`spawned ${options.exe} pid=${daemon.child.pid} framing=lsp`);
-  // If the daemon leaves while we still wait for answers, stop waiting. At startup that means it refused
-  // to run and said why in one stderr line: status 3 = the ripgrep sidecar is missing or broken (a broken
-  // install: reinstall, do not retry), status 2 = invalid configuration.
-  const gone = daemon.exited.then(({ code, signal }) => {
-    throw new Error(`daemon exited unexpectedly with code ${code} signal ${signal ?? 'none'}`);
-  });
-
-  const connection = createMessageConnection(
-    new StreamMessageReader(daemon.child.stdout),
-    new StreamMessageWriter(daemon.child.stdin),
-  );
-  connection.onError(([err]) => say(`connection error: ${err?.message ?? err}`));
-  connection.listen();
 
   // Ctrl-C or SIGTERM to this host: stop the daemon the same clean way before leaving.
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.once(signal, async () => {
       say(`received ${signal}: stopping the daemon`);
-      const status = await stopDaemon(daemon);
+      const status = await client.close();
       say(`exit: daemon exited with code ${status.code} signal ${status.signal ?? 'none'}`);
       rmSync(scratch, { recursive: true, force: true });
       process.exit(1);
@@ -304,17 +213,18 @@ async function main() {
 
   let failed = null;
   try {
-    await Promise.race([session(connection, options, corpus), gone]);
+    await session(client, options, corpus);
   } catch (err) {
     failed = err;
   } finally {
-    const status = await stopDaemon(daemon);
-    connection.dispose();
+    // close(): shutdown (done above), exit, close stdin, SIGTERM after a grace, SIGKILL only as the last
+    // resort (a SIGKILLed onefile launcher leaks its _MEI* directory and orphans the daemon).
+    const status = await client.close();
     say(`exit: daemon exited with code ${status.code} signal ${status.signal ?? 'none'}`);
     rmSync(scratch, { recursive: true, force: true });
   }
   if (failed) {
-    say(`FAILED: ${failed instanceof ResponseError ? describeError(failed) : failed.message}`);
+    say(`FAILED: ${describeError(failed)}`);
     process.exitCode = 1;
   } else {
     say('done');

@@ -1,24 +1,32 @@
-"""What the Node and Go host tests share: running a host, checking its transcript, killing it mid-search."""
+"""What the Node and Go host (and client) tests share: the toolchains, running a host, checking its
+transcript, killing it mid-search."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import queue
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import pytest
+
 from tests.daemon_client import descendants, processes_named
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Lines every host prints for the shared part of the session (see examples/*/README.md).
 COMMON_LINES = [
     r"initialize: dsh-search \S+, ripgrep \S+, protocol \S+",
-    r"tools/list: glob, grep, terminal_search",
+    # terminal_search may be listed only once a scrollback exists (notifications/tools/list_changed).
+    r"tools/list: glob, grep(, terminal_search)?",
     r'glob "\*\*/\*\.js": src/app\.js, src/util\.js',
     r'grep "TODO": Found 2 matches in docs/notes\.md, src/app\.js',
     r'grep "\(": error 1001 SEARCH_INVALID_PATTERN: Error: grep pattern rejected by ripgrep: .*',
@@ -44,6 +52,11 @@ def find_line(lines: Sequence[str], pattern: str) -> re.Match[str]:
     raise AssertionError(f"no line matches {pattern!r} in the transcript:\n" + "\n".join(lines))
 
 
+def path_without(directory: Path) -> str:
+    """$PATH without `directory`."""
+    return os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != str(directory))
+
+
 def check_common_transcript(lines: Sequence[str], exe: Path, framing: str) -> None:
     find_line(lines, rf"spawned {re.escape(str(exe))} pid=\d+ framing={framing}")
     for pattern in COMMON_LINES:
@@ -54,19 +67,22 @@ def check_common_transcript(lines: Sequence[str], exe: Path, framing: str) -> No
     assert not [line for line in lines if line.startswith(("FAILED", "teardown:", "client:"))], lines
 
 
-def host_env(tmpdir: Path) -> dict[str, str]:
+def host_env(tmpdir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The host's environment: its own TMPDIR, where the host's scratch files and the PyInstaller
     launcher's _MEI* extraction directory go, so the test can see that nothing is left behind."""
     tmpdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["TMPDIR"] = str(tmpdir)
-    env.pop("DSH_SEARCH_EXE", None)  # the hosts get the executable on the command line
+    env.pop("DSH_SEARCH_EXE", None)  # the hosts get the executable on the command line, unless `extra` says
+    env.update(extra or {})
     return env
 
 
-def run_host(argv: Sequence[str], cwd: Path, tmpdir: Path, timeout: float = 90) -> list[str]:
+def run_host(
+    argv: Sequence[str], cwd: Path, tmpdir: Path, timeout: float = 90, env: Mapping[str, str] | None = None
+) -> list[str]:
     proc = subprocess.run(
-        list(argv), cwd=cwd, env=host_env(tmpdir), capture_output=True, text=True, timeout=timeout, check=False
+        list(argv), cwd=cwd, env=host_env(tmpdir, env), capture_output=True, text=True, timeout=timeout, check=False
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0, f"host failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -159,16 +175,24 @@ def kill_host_mid_search(argv: Sequence[str], cwd: Path, tmpdir: Path, exe: Path
     return "\n".join(transcript) + "\n" + "".join(errors)
 
 
+def run_failing_host(
+    argv: Sequence[str], cwd: Path, tmpdir: Path, env: Mapping[str, str] | None = None
+) -> tuple[list[str], str]:
+    """Run a host that must fail (exit 1) rather than hang; returns its stdout lines and stderr."""
+    proc = subprocess.run(
+        list(argv), cwd=cwd, env=host_env(tmpdir, env), capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 1, f"host exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout.splitlines(), proc.stderr
+
+
 def run_host_without_sidecar(argv: Sequence[str], cwd: Path, tmpdir: Path) -> tuple[list[str], str]:
     """Run a host whose daemon (argv names it) has no ripgrep beside it: the host must report the daemon's
     exit 3 and fail, not hang. Returns the host's stdout lines and stderr (where the daemon's line goes)."""
-    env = host_env(tmpdir)
-    proc = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
-    lines = proc.stdout.splitlines()
-    assert proc.returncode == 1, f"host exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    lines, stderr = run_failing_host(argv, cwd, tmpdir)
     find_line(lines, r"exit: daemon exited with code 3 signal none")
     find_line(lines, r"FAILED: daemon exited unexpectedly.* code 3 .*")
-    return lines, proc.stderr
+    return lines, stderr
 
 
 def lonely_copy(exe: Path, where: Path) -> Path:
@@ -177,3 +201,93 @@ def lonely_copy(exe: Path, where: Path) -> Path:
     copy = where / exe.name
     shutil.copy2(exe, copy)
     return copy
+
+
+# -- toolchains ------------------------------------------------------------------------------------------
+
+
+def _install_go() -> str:
+    """Debian's golang-go (Go 1.19 on bookworm), installed when missing, as scripts/test promises."""
+    apt = shutil.which("apt-get")
+    if apt is None or os.geteuid() != 0:
+        pytest.fail("the Go tests need Go 1.19+ (`go` is not on PATH): apt-get install golang-go as root")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for argv in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", "golang-go"]):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
+        if proc.returncode != 0:
+            pytest.fail(
+                f"could not install Go ({' '.join(argv)} failed):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            )
+    go = shutil.which("go") or ("/usr/bin/go" if Path("/usr/bin/go").exists() else None)
+    if go is None:
+        pytest.fail("golang-go was installed but `go` is not on PATH")
+    return go
+
+
+def go_toolchain() -> tuple[str, dict[str, str]]:
+    """`go` (1.19+) and the environment to run it in: standard library only, nothing downloaded."""
+    with open(Path(tempfile.gettempdir()) / "dsh-search-go-install.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # one apt-get at a time, even across concurrent test runs
+        go = shutil.which("go") or _install_go()
+    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"go(\d+)\.(\d+)", version)
+    assert found and (int(found[1]), int(found[2])) >= (1, 19), version
+    env = {
+        **os.environ,
+        "GOPROXY": "off",  # standard library only (the client comes by a local replace): nothing to download
+        "GOTOOLCHAIN": "local",  # a newer Go must not try to fetch another toolchain
+        "GOFLAGS": "-mod=mod",
+        "CGO_ENABLED": "0",
+    }
+    env.setdefault("GOCACHE", str(ROOT / ".cache" / "go-build"))
+    return go, env
+
+
+def gofmt_clean(go: str, directory: Path) -> None:
+    gofmt = Path(go).with_name("gofmt")
+    unformatted = subprocess.run(
+        [str(gofmt) if gofmt.exists() else "gofmt", "-l", "."],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert not unformatted, f"gofmt would change in {directory}: {unformatted}"
+
+
+def go_run(go: str, env: Mapping[str, str], argv: Sequence[str], cwd: Path, timeout: float = 300) -> str:
+    proc = subprocess.run(
+        [go, *argv], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, f"go {' '.join(argv)} in {cwd} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def node_toolchain() -> tuple[str, str]:
+    """`node` (20+) and `npm`."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("the Node tests need Node.js 20+ with npm on PATH (node or npm is missing)")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    found = re.match(r"v(\d+)", version)
+    if not found or int(found[1]) < 20:
+        pytest.fail(f"the Node tests need Node.js 20+, found {version}")
+    return node, npm
+
+
+def npm_ci(npm: str, directory: Path) -> None:
+    """`npm ci` from the committed lock file. Always run (it is quick from npm's cache): a package that
+    depends on clients/node by a file: path gets a fresh copy of it each time."""
+    # One npm at a time, even across concurrent test runs.
+    with open(Path(tempfile.gettempdir()) / "dsh-search-npm.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    if proc.returncode != 0:
+        pytest.fail(f"npm ci in {directory} failed:\n{proc.stdout}\n{proc.stderr}")

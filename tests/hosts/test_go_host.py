@@ -1,13 +1,8 @@
-"""examples/go-host (Go 1.19 standard library, NDJSON framing) against the frozen executable."""
+"""examples/go-host (the Go client library, NDJSON framing) against the frozen executable."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import re
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,8 +10,13 @@ import pytest
 from tests.hosts.support import (
     check_common_transcript,
     find_line,
+    go_run,
+    go_toolchain,
+    gofmt_clean,
     kill_host_mid_search,
     lonely_copy,
+    path_without,
+    run_failing_host,
     run_host,
     run_host_without_sidecar,
 )
@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_HOST = ROOT / "examples" / "go-host"
+CLIENT_MODULE = "github.com/dsh-search/dsh-search/clients/go"
 GO_LINES = [
     r"concurrent: 5 requests from 5 goroutines, answered in this order: (?P<fast>.+), slow grep",
     r'grep "export": Found 1 match in src/util\.js',
@@ -34,53 +35,17 @@ GO_LINES = [
 ]
 
 
-def _install_go() -> str:
-    """Debian's golang-go (Go 1.19 on bookworm), installed when missing, as scripts/test promises."""
-    apt = shutil.which("apt-get")
-    if apt is None or os.geteuid() != 0:
-        pytest.fail("examples/go-host needs Go 1.19+ (`go` is not on PATH): apt-get install golang-go as root")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", "golang-go"]):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
-        if proc.returncode != 0:
-            pytest.fail(
-                f"could not install Go ({' '.join(argv)} failed):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-            )
-    go = shutil.which("go") or ("/usr/bin/go" if Path("/usr/bin/go").exists() else None)
-    if go is None:
-        pytest.fail("golang-go was installed but `go` is not on PATH")
-    return go
-
-
 @pytest.fixture(scope="module")
 def go_host(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    with open(Path(tempfile.gettempdir()) / "dsh-search-go-install.lock", "w") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)  # one apt-get at a time, even across concurrent test runs
-        go = shutil.which("go") or _install_go()
-    version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
-    found = re.search(r"go(\d+)\.(\d+)", version)
-    assert found and (int(found[1]), int(found[2])) >= (1, 19), version
-    env = {
-        **os.environ,
-        "GOPROXY": "off",  # standard library only: nothing to download
-        "GOTOOLCHAIN": "local",  # a newer Go must not try to fetch another toolchain
-        "CGO_ENABLED": "0",
-    }
-    env.setdefault("GOCACHE", str(ROOT / ".cache" / "go-build"))
-    gofmt = Path(go).with_name("gofmt")
-    unformatted = subprocess.run(
-        [str(gofmt) if gofmt.exists() else "gofmt", "-l", "."], cwd=GO_HOST, capture_output=True, text=True, check=True
-    ).stdout
-    assert not unformatted, f"gofmt would change: {unformatted}"
+    go, env = go_toolchain()
+    gofmt_clean(go, GO_HOST)
     binary = tmp_path_factory.mktemp("go-host") / "go-host"
-    for argv in ([go, "vet", "./..."], [go, "build", "-o", str(binary), "."]):
-        proc = subprocess.run(argv, cwd=GO_HOST, env=env, capture_output=True, text=True, timeout=300, check=False)
-        assert proc.returncode == 0, f"{' '.join(argv)} failed:\n{proc.stdout}\n{proc.stderr}"
+    go_run(go, env, ["vet", "./..."], GO_HOST)
+    go_run(go, env, ["build", "-o", str(binary), "."], GO_HOST)
     return binary
 
 
-def test_go_host_session(go_host: Path, exe: Path, slow_corpus: Path, tmp_path: Path) -> None:
-    lines = run_host([str(go_host), "-exe", str(exe), "-corpus", str(slow_corpus)], GO_HOST, tmp_path)
+def check_go_transcript(lines: list[str], exe: Path) -> None:
     check_common_transcript(lines, exe, "ndjson")
     concurrent = find_line(lines, GO_LINES[0])
     assert sorted(concurrent["fast"].split(", ")) == ['glob "**/*.js"', 'grep "TODO"', 'grep "export"', "ping"]
@@ -88,6 +53,32 @@ def test_go_host_session(go_host: Path, exe: Path, slow_corpus: Path, tmp_path: 
         find_line(lines, pattern)
     timed_out = find_line(lines, GO_LINES[3])
     assert int(timed_out["after"]) < 1500 + 3000, timed_out.group(0)
+
+
+def test_go_host_session(go_host: Path, exe: Path, slow_corpus: Path, tmp_path: Path) -> None:
+    lines = run_host([str(go_host), "-exe", str(exe), "-corpus", str(slow_corpus)], GO_HOST, tmp_path)
+    check_go_transcript(lines, exe)
+
+
+def test_go_host_copied_out_of_the_repository(exe: Path, slow_corpus: Path, tmp_path: Path) -> None:
+    """The example as a user would start from it: copied elsewhere, the client module's replace pointed at
+    a checkout, the executable found through $DSH_SEARCH_EXE."""
+    go, env = go_toolchain()
+    copy = tmp_path / "my-host"
+    copy.mkdir()
+    for name in ("main.go", "go.mod", "README.md"):
+        shutil.copy2(GO_HOST / name, copy / name)
+    go_run(go, env, ["mod", "edit", f"-replace={CLIENT_MODULE}={ROOT / 'clients' / 'go'}"], copy)
+    go_run(go, env, ["build", "-o", "my-host", "."], copy)
+    lines = run_host(
+        [str(copy / "my-host"), "-corpus", str(slow_corpus)], copy, tmp_path / "tmp", env={"DSH_SEARCH_EXE": str(exe)}
+    )
+    check_go_transcript(lines, exe)
+    # Without an argument, DSH_SEARCH_EXE or a dsh-search on PATH, it says how to point it at one.
+    path = path_without(exe.parent)
+    if shutil.which("dsh-search", path=path) is None:
+        lines, _ = run_failing_host([str(copy / "my-host")], copy, tmp_path / "tmp2", {"PATH": path})
+        assert any(line.startswith("FAILED: ") and "DSH_SEARCH_EXE" in line for line in lines), lines
 
 
 def test_daemon_exits_when_go_host_is_sigkilled(go_host: Path, exe: Path, slow_corpus: Path, tmp_path: Path) -> None:

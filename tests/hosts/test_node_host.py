@@ -1,12 +1,10 @@
-"""examples/node-host (Node 20, vscode-jsonrpc over LSP framing) against the frozen executable."""
+"""examples/node-host (the Node client library, vscode-jsonrpc over LSP framing) against the frozen executable."""
 
 from __future__ import annotations
 
-import fcntl
-import re
+import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,10 @@ from tests.hosts.support import (
     check_common_transcript,
     kill_host_mid_search,
     lonely_copy,
+    node_toolchain,
+    npm_ci,
+    path_without,
+    run_failing_host,
     run_host,
     run_host_without_sidecar,
 )
@@ -23,36 +25,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_HOST = ROOT / "examples" / "node-host"
-# Written after a successful `npm ci`: a copy of the lock file it installed (npm ci empties node_modules
-# first, so a stale or half-finished install never carries it).
-STAMP = NODE_HOST / "node_modules" / ".dsh-installed-lock.json"
+CLIENT = ROOT / "clients" / "node"
 
 
 @pytest.fixture(scope="module")
 def node_host() -> Path:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("examples/node-host needs Node.js 20+ with npm on PATH (node or npm is missing)")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    major = int(re.match(r"v(\d+)", version).group(1))  # type: ignore[union-attr]
-    if major < 20:
-        pytest.fail(f"examples/node-host needs Node.js 20+, found {version}")
-    lock = (NODE_HOST / "package-lock.json").read_bytes()
-    # One npm ci at a time, even across concurrent test runs.
-    with open(Path(tempfile.gettempdir()) / "dsh-search-node-host-npm.lock", "w") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)
-        if not STAMP.is_file() or STAMP.read_bytes() != lock:
-            proc = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
-                cwd=NODE_HOST,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-            if proc.returncode != 0:
-                pytest.fail(f"npm ci in {NODE_HOST} failed:\n{proc.stdout}\n{proc.stderr}")
-            STAMP.write_bytes(lock)
+    node, npm = node_toolchain()
+    npm_ci(npm, NODE_HOST)  # installs a copy of clients/node (file: dependency, install-links) and vscode-jsonrpc
     subprocess.run([node, "--check", "host.js"], cwd=NODE_HOST, check=True)
     return NODE_HOST / "host.js"
 
@@ -60,6 +39,44 @@ def node_host() -> Path:
 def test_node_host_session(node_host: Path, exe: Path, slow_corpus: Path, tmp_path: Path) -> None:
     lines = run_host(["node", str(node_host), "--exe", str(exe), "--corpus", str(slow_corpus)], NODE_HOST, tmp_path)
     check_common_transcript(lines, exe, "lsp")
+
+
+def test_node_host_copied_out_of_the_repository(exe: Path, slow_corpus: Path, tmp_path: Path) -> None:
+    """The example as a user would start from it: copied elsewhere, the client installed from its packed
+    tarball (`npm pack clients/node`), the executable found on PATH."""
+    _node, npm = node_toolchain()
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    done = subprocess.run(
+        [npm, "pack", "--pack-destination", str(packed), str(CLIENT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tarball,) = packed.glob("dsh-search-client-*.tgz")
+    copy = tmp_path / "my-host"
+    copy.mkdir()
+    for name in ("host.js", "package.json", "README.md"):
+        shutil.copy2(NODE_HOST / name, copy / name)
+    done = subprocess.run(
+        [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefer-offline", str(tarball)],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    path = os.pathsep.join([str(exe.parent), os.environ.get("PATH", "")])
+    lines = run_host(["node", "host.js", "--corpus", str(slow_corpus)], copy, tmp_path / "tmp", env={"PATH": path})
+    check_common_transcript(lines, exe, "lsp")
+    # Without an argument, DSH_SEARCH_EXE or a dsh-search on PATH, it says how to point it at one.
+    path = path_without(exe.parent)
+    if shutil.which("dsh-search", path=path) is None:
+        lines, _ = run_failing_host(["node", "host.js"], copy, tmp_path / "tmp2", {"PATH": path})
+        assert any(line.startswith("FAILED: ") and "DSH_SEARCH_EXE" in line for line in lines), lines
 
 
 def test_daemon_exits_when_node_host_is_sigkilled(

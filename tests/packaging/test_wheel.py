@@ -36,11 +36,14 @@ def test_wheel_layout_modes_and_record(sdk_wheel: Path, dist_dir: Path) -> None:
         names = zf.namelist()
         assert names == [
             "dsh_search_bin/__init__.py",
+            "dsh_search_bin/__main__.py",
             "dsh_search_bin/bin/dsh-search",
             "dsh_search_bin/bin/dsh-search-rg",
+            "dsh_search_bin/client.py",
             "dsh_search_bin/py.typed",
             f"{info}/METADATA",
             f"{info}/WHEEL",
+            f"{info}/entry_points.txt",
             f"{info}/RECORD",
         ]
         for item in zf.infolist():
@@ -52,6 +55,7 @@ def test_wheel_layout_modes_and_record(sdk_wheel: Path, dist_dir: Path) -> None:
         assert zf.read("dsh_search_bin/bin/dsh-search-rg") == (dist_dir / "dsh-search-rg").read_bytes()
         wheel = zf.read(f"{info}/WHEEL").decode()
         assert f"Tag: py3-none-{platform}\n" in wheel and "Root-Is-Purelib: false\n" in wheel
+        assert zf.read(f"{info}/entry_points.txt") == b"[console_scripts]\ndsh-search = dsh_search_bin.__main__:main\n"
         metadata = zf.read(f"{info}/METADATA").decode()
         assert "Name: dsh-search-bin\n" in metadata and f"Version: {version}\n" in metadata
         rows = [line.split(",") for line in zf.read(f"{info}/RECORD").decode().splitlines()]

@@ -1,0 +1,3 @@
+module github.com/dsh-search/dsh-search/clients/go
+
+go 1.19

@@ -1,0 +1,264 @@
+// Types of dsh-search-client (index.js). The result shapes are the daemon's JSON, unchanged.
+
+/** JSON-RPC error code of a request cancelled with `$/cancelRequest`. */
+export declare const REQUEST_CANCELLED: -32800;
+
+/** The failure kinds of tool methods (`data.code`), and names for envelope errors without data. */
+export type ErrorCode =
+  | 'INVALID_ARGS'
+  | 'SEARCH_INVALID_PATTERN'
+  | 'SEARCH_FAILED'
+  | 'SEARCH_RAW_OUTPUT_OVERFLOW'
+  | 'SEARCH_ABORTED'
+  | 'PARSE_ERROR'
+  | 'INVALID_REQUEST'
+  | 'METHOD_NOT_FOUND'
+  | 'INVALID_PARAMS'
+  | 'INTERNAL_ERROR'
+  | 'REQUEST_CANCELLED'
+  | (string & {});
+
+/** Base class of every error this client throws. */
+export declare class DshSearchError extends Error {}
+
+/** The daemon answered with a JSON-RPC error. */
+export declare class RequestError extends DshSearchError {
+  readonly name: 'RequestError';
+  /** The method that failed. */
+  readonly method: string;
+  /** The failure kind: `data.code` (e.g. SEARCH_FAILED), or a name for an envelope error (METHOD_NOT_FOUND). */
+  readonly code: ErrorCode;
+  /** The numeric JSON-RPC code (1001–1004, -32602, -32800, …). */
+  readonly rpcCode: number;
+  /** `data.text`: exactly what a model should be shown ("Error: …"); else the error message. */
+  readonly text: string;
+  /** The JSON-RPC error message. */
+  readonly rpcMessage: string;
+  /** The error's `data`, as sent (`{code, text}` for tool methods), or null. */
+  readonly data: unknown;
+}
+
+/** A call whose AbortSignal fired. */
+export declare class AbortedError extends DshSearchError {
+  readonly name: 'AbortError';
+  readonly method: string;
+  /** The signal's reason. */
+  readonly cause: unknown;
+  /** The daemon's answer to the cancellation (rpcCode -32800), or null if none came within cancelWaitMs. */
+  readonly reply: RequestError | null;
+}
+
+/** The daemon's stdout ended (it exited) before the answer came, or the client was closed. */
+export declare class ClosedError extends DshSearchError {
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** The daemon's last stderr lines, with `stderr: 'capture'`. */
+  readonly stderr: string;
+}
+
+/** The daemon exited before answering initialize (exit 3: ripgrep sidecar missing; 2: invalid configuration). */
+export declare class StartupError extends ClosedError {}
+
+/** `explicit`, else $DSH_SEARCH_EXE, else `dsh-search` on PATH, as an absolute path; throws if none. */
+export declare function findExecutable(explicit?: string | null, env?: NodeJS.ProcessEnv): string;
+
+export interface ClientOptions {
+  /** The daemon executable; default `findExecutable()` ($DSH_SEARCH_EXE, then PATH). */
+  executable?: string | null;
+  /**
+   * Required by the daemon: how an over-cap glob is ordered (sampled across top-level entries, or oldest
+   * first). `null` only if `args` or a `--config` file sets it.
+   */
+  sampleOverCapGlobResults: boolean | null;
+  /** `--workdir`: the default `cwd` of searches. */
+  workdir?: string;
+  /** `--spill-dir`: where complete results of capped searches are saved. */
+  spillDir?: string;
+  /** Further flags (`--timeout-ms`, `--config FILE`, …). */
+  args?: readonly string[];
+  /** The daemon's whole environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  /** 'inherit' (default): the daemon's logs go to our stderr; 'ignore'; 'capture': keep the last lines. */
+  stderr?: 'inherit' | 'ignore' | 'capture';
+  /** Called for every notification the daemon sends (progress, log messages, tools/list_changed, …). */
+  onNotification?: (method: string, params: unknown) => void | Promise<void>;
+  /** Send `initialize` at start (default true); the answer is `initializeResult`. */
+  initialize?: boolean;
+  clientInfo?: { name: string; version: string };
+  /** How long an aborted call waits for the daemon's -32800 answer (default 5000). */
+  cancelWaitMs?: number;
+  /** close(): how long `shutdown` may wait for running searches (default 10000). */
+  shutdownWaitMs?: number;
+  /** close(): how long to wait for the exit after stdin is closed, before SIGTERM (default 5000). */
+  exitWaitMs?: number;
+  /** close(): how long to wait after SIGTERM, before SIGKILL (default 6000; the daemon needs graceMs + 1 s). */
+  termWaitMs?: number;
+}
+
+export interface CallOptions {
+  /** Aborting sends `$/cancelRequest`; the call rejects with AbortedError once the daemon confirmed. */
+  signal?: AbortSignal;
+}
+
+export interface SearchOptions extends CallOptions {
+  /** The directory to search (relative to `cwd`); default `cwd`. */
+  path?: string;
+  /** The calling session's working directory; default the daemon's `--workdir`. */
+  cwd?: string;
+  /** Groups spill artifacts; default "default". */
+  sessionId?: string;
+}
+
+export interface GrepOptions extends SearchOptions {
+  /** A ripgrep --glob filter on file names, e.g. "*.py". */
+  include?: string;
+}
+
+export interface Spill {
+  /** The artifact's absolute path: pass it (or this object) to spillRead/spillPages. */
+  locator: string;
+  bytes: number;
+  retrievalHint: string;
+}
+
+export interface GlobMeta {
+  shape: 'paths';
+  paths: string[];
+  truncated: boolean;
+  total: number;
+}
+
+export interface GrepMeta {
+  shape: 'matches';
+  files: { path: string; matches: { lineNumber: number; line: string }[] }[];
+  truncated: boolean;
+  total: number;
+}
+
+export interface SearchResult<Meta> {
+  /** What the model sees. */
+  text: string;
+  /** The page shown inline, for a UI. */
+  meta: Meta;
+  /** Set when the inline page was capped and the complete result saved. */
+  spill: Spill | null;
+}
+
+export type GlobResult = SearchResult<GlobMeta>;
+export type GrepResult = SearchResult<GrepMeta>;
+
+export interface TerminalSearchOptions extends CallOptions {
+  /** ripgrep regex syntax instead of a literal substring. */
+  regex?: boolean;
+  /** Skip this many matches (paging). */
+  offset?: number;
+  /** At most this many matches (default 100). */
+  limit?: number;
+}
+
+export interface TerminalSearchResult {
+  text: string;
+  /** Newest first; `offset` is newest-relative (scrollbackRead with it ends at the match line). */
+  matches: { offset: number; line: string }[];
+  matchCount: number;
+  totalLines: number;
+  truncated: boolean;
+}
+
+export interface AppendResult {
+  totalLines: number;
+  truncated: boolean;
+}
+
+export interface ScrollbackPage {
+  text: string;
+  lineBegin: number;
+  /** The offset to pass for the next, older page. */
+  lineEnd: number;
+  totalLines: number;
+  truncated: boolean;
+}
+
+export interface SpillPage {
+  text: string;
+  startLine: number;
+  endLine: number;
+  totalLines: number;
+  nextOffset: number | null;
+}
+
+export interface InitializeResult {
+  protocolVersion: string;
+  serverInfo: { name: string; version: string };
+  capabilities: Record<string, unknown>;
+  instructions: string;
+  ripgrep: { path: string; version: string };
+  /** The effective configuration (timeoutMs, grepMaxMatches, spillDir, …). */
+  config: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface Tool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+export interface ToolResult {
+  content: { type: 'text'; text: string }[];
+  structuredContent?: unknown;
+  isError: boolean;
+}
+
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export declare class Client {
+  /** Spawn the daemon and initialize the session; rejects with StartupError if it exits first. */
+  static start(options: ClientOptions): Promise<Client>;
+  constructor(options: ClientOptions);
+
+  /** The answer to initialize (null with `initialize: false`). */
+  readonly initializeResult: InitializeResult | null;
+  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  readonly pid: number | null;
+  /** `{code, signal}` once the daemon has exited, else null. */
+  readonly exitStatus: ExitStatus | null;
+  /** Settles when the daemon process exits. */
+  readonly exited: Promise<ExitStatus>;
+  /** The last lines the daemon wrote to stderr (with `stderr: 'capture'`). */
+  readonly stderrTail: string;
+  /** How many requests are waiting for an answer. */
+  readonly pending: number;
+
+  /** Any request; resolves with its result. */
+  request<T = unknown>(method: string, params?: unknown, options?: CallOptions): Promise<T>;
+  /** Any notification. */
+  notify(method: string, params?: unknown): Promise<void>;
+
+  ping(options?: CallOptions): Promise<void>;
+  toolsList(options?: CallOptions): Promise<Tool[]>;
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    options?: CallOptions & { cwd?: string; sessionId?: string },
+  ): Promise<ToolResult>;
+  glob(pattern: string, options?: SearchOptions): Promise<GlobResult>;
+  grep(pattern: string, options?: GrepOptions): Promise<GrepResult>;
+  terminalSearch(sessionId: string, pattern: string, options?: TerminalSearchOptions): Promise<TerminalSearchResult>;
+  scrollbackAppend(sessionId: string, data: string | Uint8Array, options?: CallOptions): Promise<AppendResult>;
+  scrollbackAppendNoWait(sessionId: string, data: string | Uint8Array): Promise<void>;
+  scrollbackRead(sessionId: string, options?: CallOptions & { offset?: number; count?: number }): Promise<ScrollbackPage>;
+  scrollbackClose(sessionId: string, options?: CallOptions): Promise<boolean>;
+  spillRead(spill: Spill | string, options?: CallOptions & { offset?: number; limit?: number }): Promise<SpillPage>;
+  spillPages(spill: Spill | string, options?: CallOptions & { offset?: number; limit?: number }): AsyncGenerator<SpillPage, void, undefined>;
+  /** `shutdown`: answered (null) once the searches already running have finished; close() does this too. */
+  shutdown(): Promise<null>;
+  /** Graceful stop (shutdown, exit, close stdin, SIGTERM after a grace, SIGKILL last); idempotent. */
+  close(): Promise<ExitStatus | null>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

@@ -1,0 +1,538 @@
+// dsh-search-client: spawn the dsh-search daemon and talk JSON-RPC 2.0 to it over LSP framing with
+// vscode-jsonrpc. Typed calls (index.d.ts), AbortSignal cancellation ($/cancelRequest → -32800), errors as
+// exceptions carrying the daemon's failure kind and model-facing text, and a graceful stop that never
+// SIGKILLs first.
+
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+
+import {
+  CancellationTokenSource,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  createMessageConnection,
+} from 'vscode-jsonrpc/node';
+
+/** JSON-RPC error code of a request cancelled with `$/cancelRequest` (LSP's RequestCancelled). */
+export const REQUEST_CANCELLED = -32800;
+
+// Names for errors that carry no data.code (envelope errors), so that RequestError.code is always a string.
+const ENVELOPE_CODES = new Map([
+  [-32700, 'PARSE_ERROR'],
+  [-32600, 'INVALID_REQUEST'],
+  [-32601, 'METHOD_NOT_FOUND'],
+  [-32602, 'INVALID_PARAMS'],
+  [-32603, 'INTERNAL_ERROR'],
+  [REQUEST_CANCELLED, 'REQUEST_CANCELLED'],
+]);
+
+const EXIT_HINTS = new Map([
+  [2, 'invalid configuration'],
+  [3, 'the ripgrep sidecar dsh-search-rg is missing or unusable'],
+  [127, 'the launcher could not run what it unpacked into $TMPDIR (a noexec mount?)'],
+]);
+
+const STDERR_LINES = 200;
+
+// vscode-jsonrpc's own error codes (a failed write, a disposed connection): not answers of the daemon.
+const LIBRARY_CODES = new Set([-32099, -32098, -32097, -32096]);
+
+// -- errors ------------------------------------------------------------------------------------------------
+
+/** Base class of every error this client throws. */
+export class DshSearchError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'DshSearchError';
+  }
+}
+
+/**
+ * The daemon answered with a JSON-RPC error. `code`: the failure kind (data.code, e.g. SEARCH_FAILED; for
+ * envelope errors a name such as METHOD_NOT_FOUND); `rpcCode`: the numeric JSON-RPC code; `text`: data.text,
+ * exactly what a model should be shown (else the message).
+ */
+export class RequestError extends DshSearchError {
+  constructor(method, error) {
+    const rpcCode = typeof error?.code === 'number' ? error.code : 0;
+    const data = error?.data ?? null;
+    const code = typeof data?.code === 'string' ? data.code : ENVELOPE_CODES.get(rpcCode) ?? `ERROR_${rpcCode}`;
+    const message = String(error?.message ?? '');
+    const text = typeof data?.text === 'string' ? data.text : message;
+    super(`${method}: error ${rpcCode} ${code}: ${text}`);
+    this.name = 'RequestError';
+    this.method = method;
+    this.code = code;
+    this.rpcCode = rpcCode;
+    this.text = text;
+    this.rpcMessage = message;
+    this.data = data;
+  }
+}
+
+/**
+ * A call whose AbortSignal fired. `cause` is the signal's reason; `reply` is the daemon's answer to the
+ * cancellation (a RequestError with rpcCode -32800), or null if it did not come within cancelWaitMs or the
+ * request was never sent.
+ */
+export class AbortedError extends DshSearchError {
+  constructor(method, reason, reply) {
+    super(`${method}: aborted${reply ? ` (daemon: ${reply.text})` : ''}`, { cause: reason });
+    this.name = 'AbortError';
+    this.method = method;
+    this.reply = reply;
+  }
+}
+
+/** The daemon's stdout ended (it exited) before the answer came, or the client was closed. */
+export class ClosedError extends DshSearchError {
+  constructor(message, { exitCode = null, signal = null, stderr = '' } = {}) {
+    super(message);
+    this.name = 'ClosedError';
+    this.exitCode = exitCode;
+    this.signal = signal;
+    this.stderr = stderr;
+  }
+}
+
+/**
+ * The daemon exited before answering initialize: exit 3 = the ripgrep sidecar is missing or broken (reinstall,
+ * do not retry), 2 = invalid configuration. Its one stderr line is in `stderr` with `stderr: 'capture'`.
+ */
+export class StartupError extends ClosedError {
+  constructor(message, details) {
+    super(message, details);
+    this.name = 'StartupError';
+  }
+}
+
+// -- finding the executable --------------------------------------------------------------------------------
+
+function isExecutableFile(path) {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The dsh-search executable: `explicit` if given, else $DSH_SEARCH_EXE, else `dsh-search` on PATH; as an
+ * absolute path. Throws if there is none.
+ */
+export function findExecutable(explicit, env = process.env) {
+  if (explicit) return resolve(explicit);
+  if (env.DSH_SEARCH_EXE) return resolve(env.DSH_SEARCH_EXE);
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(isAbsolute(dir) ? dir : resolve(dir), 'dsh-search');
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  throw new DshSearchError(
+    'dsh-search not found: pass its path, set DSH_SEARCH_EXE, or put it on PATH (pip install the dsh-search-bin wheel)',
+  );
+}
+
+// -- the client --------------------------------------------------------------------------------------------
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+function withoutUndefined(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
+function chunk(sessionId, data) {
+  if (typeof data === 'string') return { sessionId, data };
+  return { sessionId, dataBase64: Buffer.from(data).toString('base64') };
+}
+
+function locatorOf(spill) {
+  return typeof spill === 'string' ? spill : spill.locator;
+}
+
+export class Client {
+  /**
+   * Spawn the daemon and (unless `initialize: false`) initialize the session. See index.d.ts for the
+   * options. Throws StartupError if the daemon exits before answering initialize.
+   */
+  static async start(options = {}) {
+    const client = new Client(options);
+    await client.#start();
+    return client;
+  }
+
+  #options;
+  #child = null;
+  #connection = null;
+  #stderrLines = [];
+  #exited; // Promise<{code, signal}>, settled when the process has exited
+  #exitStatus = null;
+  #gone; // Promise that rejects with ClosedError once the connection has closed
+  #closed = false; // no more requests (shutdown/exit sent, or the connection is gone)
+  #closing = null; // the close() in progress
+  #shutDown = false;
+  #pending = 0;
+  initializeResult = null;
+
+  constructor(options = {}) {
+    if (!('sampleOverCapGlobResults' in options)) {
+      throw new TypeError(
+        'sampleOverCapGlobResults is required (true or false; null only if args or --config set it)',
+      );
+    }
+    this.#options = {
+      cancelWaitMs: 5000,
+      shutdownWaitMs: 10_000,
+      exitWaitMs: 5000,
+      termWaitMs: 6000,
+      stderr: 'inherit',
+      initialize: true,
+      ...options,
+    };
+  }
+
+  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  get pid() {
+    return this.#child?.pid ?? null;
+  }
+
+  /** `{code, signal}` once the daemon has exited, else null. */
+  get exitStatus() {
+    return this.#exitStatus;
+  }
+
+  /** Settles with `{code, signal}` when the daemon process exits. */
+  get exited() {
+    return this.#exited;
+  }
+
+  /** The last lines the daemon wrote to stderr (with `stderr: 'capture'`). */
+  get stderrTail() {
+    return this.#stderrLines.join('');
+  }
+
+  /** How many requests are waiting for an answer. */
+  get pending() {
+    return this.#pending;
+  }
+
+  async #start() {
+    const o = this.#options;
+    const executable = findExecutable(o.executable, o.env ?? process.env);
+    const args = ['--framing', 'lsp'];
+    if (o.sampleOverCapGlobResults !== null && o.sampleOverCapGlobResults !== undefined) {
+      args.push('--sample-over-cap-glob-results', o.sampleOverCapGlobResults ? 'true' : 'false');
+    }
+    if (o.workdir) args.push('--workdir', o.workdir);
+    if (o.spillDir) args.push('--spill-dir', o.spillDir);
+    args.push(...(o.args ?? []));
+    const stderr = { inherit: 'inherit', ignore: 'ignore', capture: 'pipe' }[o.stderr];
+    if (!stderr) throw new TypeError(`stderr must be 'inherit', 'ignore' or 'capture', not ${o.stderr}`);
+
+    // stdin/stdout carry the protocol. Node creates the pipes close-on-exec, so no other child holds a copy:
+    // when this process dies the daemon sees EOF and a closed stdout, and exits.
+    const child = spawn(executable, args, { stdio: ['pipe', 'pipe', stderr], env: o.env });
+    this.#child = child;
+    this.#exited = new Promise((done) =>
+      child.once('exit', (code, signal) => {
+        this.#exitStatus = { code, signal };
+        done(this.#exitStatus);
+      }),
+    );
+    child.stdin.on('error', () => {}); // EPIPE once the daemon has gone: the exit status tells the story
+    if (child.stderr) {
+      let partial = '';
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (text) => {
+        const lines = (partial + text).split('\n');
+        partial = lines.pop().slice(-65536);
+        for (const line of lines) this.#stderrLines.push(`${line}\n`);
+        this.#stderrLines.splice(0, Math.max(0, this.#stderrLines.length - STDERR_LINES));
+      });
+      child.stderr.on('end', () => partial && this.#stderrLines.push(partial));
+    }
+    await new Promise((done, fail) => {
+      child.once('spawn', done);
+      child.once('error', fail); // no such file, not executable, …
+    });
+
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout),
+      new StreamMessageWriter(child.stdin),
+    );
+    this.#connection = connection;
+    this.#gone = new Promise((_, fail) => {
+      connection.onClose(() => {
+        this.#closed = true;
+        // vscode-jsonrpc hands received messages over from a queue, one per event-loop turn: let the
+        // answers that arrived before the end be delivered before failing the rest.
+        setTimeout(() => fail(new ClosedError("the daemon's stdout ended before the answer came", this.#details())), 50);
+      });
+    });
+    this.#gone.catch(() => {});
+    connection.onNotification((method, params) => this.#notify(method, params));
+    connection.onUnhandledProgress((params) => this.#notify('$/progress', params));
+    connection.onError(() => {}); // a broken pipe: onClose follows
+    connection.listen();
+
+    if (o.initialize) {
+      try {
+        const raw = await this.#call('initialize', {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: o.clientInfo ?? { name: 'dsh-search-client-node', version: '0.1.0' },
+        });
+        this.initializeResult = raw;
+      } catch (err) {
+        if (err instanceof ClosedError) {
+          const status = await Promise.race([this.#exited, sleep(o.exitWaitMs).then(() => null)]);
+          await this.close();
+          const code = status?.code ?? null;
+          const hint = EXIT_HINTS.get(code);
+          const tail = this.stderrTail.trim();
+          const what = status ? `exited with ${status.signal ? `signal ${status.signal}` : `status ${code}`}` : 'stopped talking';
+          throw new StartupError(
+            `dsh-search ${what} before answering initialize${hint ? ` (${hint})` : ''}${tail ? `: ${tail}` : ''}`,
+            this.#details(),
+          );
+        }
+        await this.close();
+        throw err;
+      }
+    }
+  }
+
+  #details() {
+    return {
+      exitCode: this.#exitStatus?.code ?? null,
+      signal: this.#exitStatus?.signal ?? null,
+      stderr: this.stderrTail,
+    };
+  }
+
+  #notify(method, params) {
+    const handler = this.#options.onNotification;
+    if (!handler) return;
+    try {
+      Promise.resolve(handler(method, params)).catch(() => {});
+    } catch {
+      // a failing handler must not break the connection
+    }
+  }
+
+  /** Send a notification (no answer). */
+  async notify(method, params) {
+    if (this.#closed) throw new ClosedError('the client is closed', this.#details());
+    await (params === undefined
+      ? this.#connection.sendNotification(method)
+      : this.#connection.sendNotification(method, params));
+  }
+
+  /**
+   * Send any request and resolve with its result. Rejects with RequestError for an error answer, AbortedError
+   * when `signal` fires (after the daemon confirmed the cancellation, or cancelWaitMs), ClosedError when the
+   * daemon goes away.
+   */
+  request(method, params, { signal } = {}) {
+    return this.#call(method, params, signal);
+  }
+
+  async #call(method, params, signal) {
+    if (this.#closed) throw new ClosedError('the client is closed', this.#details());
+    if (signal?.aborted) throw new AbortedError(method, signal.reason, null);
+    const source = new CancellationTokenSource();
+    const sent =
+      params === undefined
+        ? this.#connection.sendRequest(method, source.token)
+        : this.#connection.sendRequest(method, params, source.token);
+    sent.catch(() => {}); // it may settle after we stopped waiting
+    let onAbort;
+    const aborted = new Promise((done) => {
+      onAbort = () => done();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    const outcome = (promise) =>
+      promise.then(
+        (value) => ({ value }),
+        (error) => ({ error }),
+      );
+    this.#pending++;
+    try {
+      const first = await Promise.race([outcome(sent), outcome(this.#gone), aborted.then(() => null)]);
+      if (first === null) {
+        // Aborted: vscode-jsonrpc sends `$/cancelRequest {id}`; the daemon stops the search (its ripgrep
+        // process group) and answers -32800. Wait for that answer, within bounds.
+        source.cancel();
+        const reply = await Promise.race([
+          outcome(sent),
+          outcome(this.#gone),
+          sleep(this.#options.cancelWaitMs).then(() => null),
+        ]);
+        const error = reply?.error instanceof ResponseError ? new RequestError(method, reply.error) : null;
+        throw new AbortedError(method, signal.reason, error);
+      }
+      if ('error' in first) {
+        if (first.error instanceof ClosedError) throw first.error;
+        if (first.error instanceof ResponseError && !LIBRARY_CODES.has(first.error.code)) {
+          throw new RequestError(method, first.error);
+        }
+        // vscode-jsonrpc's own failures (write error, disposed connection): the daemon is gone.
+        throw new ClosedError(`${method}: ${first.error?.message ?? first.error}`, this.#details());
+      }
+      return first.value;
+    } finally {
+      this.#pending--;
+      signal?.removeEventListener('abort', onAbort);
+      source.dispose();
+    }
+  }
+
+  // -- methods ---------------------------------------------------------------------------------------------
+
+  async ping({ signal } = {}) {
+    await this.request('ping', undefined, { signal });
+  }
+
+  /** The model-facing tools; the list may grow during a session (notifications/tools/list_changed). */
+  async toolsList({ signal } = {}) {
+    return (await this.request('tools/list', undefined, { signal })).tools;
+  }
+
+  /** MCP tools/call: a failed search is a result with isError: true, not an exception. */
+  callTool(name, args, { cwd, sessionId, signal } = {}) {
+    const meta = withoutUndefined({ cwd, sessionId });
+    const params = { name, arguments: args };
+    if (Object.keys(meta).length) params._meta = meta;
+    return this.request('tools/call', params, { signal });
+  }
+
+  /** Files matching a glob pattern, oldest modification first (capped inline; see `spill`). */
+  glob(pattern, { path, cwd, sessionId, signal } = {}) {
+    return this.request('glob', withoutUndefined({ pattern, path, cwd, sessionId }), { signal });
+  }
+
+  /** Lines matching a ripgrep regex, grouped by file (capped inline; see `spill`). */
+  grep(pattern, { path, include, cwd, sessionId, signal } = {}) {
+    return this.request('grep', withoutUndefined({ pattern, path, include, cwd, sessionId }), { signal });
+  }
+
+  /** Search a terminal's retained scrollback, newest match first. */
+  terminalSearch(sessionId, pattern, { regex, offset, limit, signal } = {}) {
+    return this.request('terminal_search', withoutUndefined({ sessionId, pattern, regex, offset, limit }), { signal });
+  }
+
+  /** Append terminal output (a string, or raw PTY bytes) to a session's scrollback; creates the session. */
+  scrollbackAppend(sessionId, data, { signal } = {}) {
+    return this.request('scrollback/append', chunk(sessionId, data), { signal });
+  }
+
+  /** The same as a notification: nothing is waited for. */
+  scrollbackAppendNoWait(sessionId, data) {
+    return this.notify('scrollback/append', chunk(sessionId, data));
+  }
+
+  /** A page of retained output in terminal_read's coordinates (offset 0 = the newest line). */
+  scrollbackRead(sessionId, { offset, count, signal } = {}) {
+    return this.request('scrollback/read', withoutUndefined({ sessionId, offset, count }), { signal });
+  }
+
+  /** Free a session's scrollback; false if there was none. */
+  async scrollbackClose(sessionId, { signal } = {}) {
+    return (await this.request('scrollback/close', { sessionId }, { signal })).closed;
+  }
+
+  /** Lines offset..offset+limit-1 (1-based; defaults 1 and 2000) of a saved complete result. */
+  spillRead(spill, { offset, limit, signal } = {}) {
+    return this.request('spill/read', withoutUndefined({ locator: locatorOf(spill), offset, limit }), { signal });
+  }
+
+  /** Every page of a saved complete result: `for await (const page of client.spillPages(result.spill))`. */
+  async *spillPages(spill, { offset = 1, limit = 2000, signal } = {}) {
+    let next = offset;
+    while (next !== null && next !== undefined) {
+      const page = await this.spillRead(spill, { offset: next, limit, signal });
+      yield page;
+      next = page.nextOffset;
+    }
+  }
+
+  /** `shutdown`: the daemon finishes the searches already running, then answers. close() does this too. */
+  async shutdown() {
+    const answer = await this.#call('shutdown');
+    this.#shutDown = true;
+    return answer;
+  }
+
+  /**
+   * Stop the daemon and release everything; resolves with its `{code, signal}`. Idempotent. The order leaks
+   * nothing: shutdown (bounded by shutdownWaitMs), the exit notification, close stdin and wait exitWaitMs;
+   * then SIGTERM (the daemon aborts its searches, kills their ripgrep process groups and exits within
+   * graceMs + 1 s) and wait termWaitMs; SIGKILL only as the very last resort, because a SIGKILLed onefile
+   * launcher leaves its _MEI* directory behind and orphans the daemon.
+   */
+  close() {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close() {
+    const child = this.#child;
+    if (!child) return null;
+    const o = this.#options;
+    const within = async (ms) => {
+      let timer;
+      const timeout = new Promise((done) => {
+        timer = setTimeout(() => done(null), ms);
+      });
+      try {
+        return await Promise.race([this.#exited, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    if (!this.#closed && this.#exitStatus === null) {
+      if (!this.#shutDown) {
+        // `shutdown` waits for the searches still running; past shutdownWaitMs, `exit` aborts them.
+        let timer;
+        const late = new Promise((done) => {
+          timer = setTimeout(done, o.shutdownWaitMs);
+        });
+        try {
+          await Promise.race([this.#call('shutdown'), late]);
+        } catch {
+          // the daemon is gone: go on
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      try {
+        await this.notify('exit');
+      } catch {
+        // gone already
+      }
+    }
+    this.#closed = true;
+    child.stdin.end();
+    let status = await within(o.exitWaitMs);
+    if (status === null) {
+      child.kill('SIGTERM');
+      status = await within(o.termWaitMs);
+    }
+    if (status === null) {
+      child.kill('SIGKILL'); // the very last resort
+      status = await this.#exited;
+    }
+    this.#connection.dispose();
+    child.stdout.destroy();
+    child.stderr?.destroy();
+    return status;
+  }
+
+  async [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    await this.close();
+  }
+}

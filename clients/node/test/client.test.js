@@ -1,0 +1,297 @@
+// dsh-search-client against the frozen executable: DSH_SEARCH_EXE names it (scripts/test sets it), and
+// DSH_SLOW_CORPUS may name a directory that keeps ripgrep busy (generated here otherwise).
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import {
+  AbortedError,
+  Client,
+  REQUEST_CANCELLED,
+  RequestError,
+  StartupError,
+  findExecutable,
+} from '../index.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const EXE = process.env.DSH_SEARCH_EXE;
+const SKIP = EXE ? false : 'set DSH_SEARCH_EXE to a built dsh-search (scripts/build) to run these tests';
+const SLOW_PATTERN = String.raw`(?:\w+\W){1,20}?\w{9}\b`;
+
+let scratch;
+let tree;
+let corpus;
+
+function writeTree(root) {
+  const files = {
+    'src/app.js': "// TODO: wire the search\nconsole.log('hello');\n",
+    'src/util.js': 'export const add = (a, b) => a + b;\n',
+    'docs/notes.md': '# Notes\n\nTODO: write the host guide\n',
+    'README.md': 'demo tree\n',
+  };
+  let mtime = 1_700_000_000;
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, name)), { recursive: true });
+    writeFileSync(join(root, name), text);
+    utimesSync(join(root, name), mtime, mtime);
+    mtime += 60;
+  }
+}
+
+function slowCorpus(root) {
+  if (process.env.DSH_SLOW_CORPUS) return process.env.DSH_SLOW_CORPUS;
+  mkdirSync(root, { recursive: true });
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'épsilon', 'zeta', 'ηta', 'theta'];
+  const lines = [];
+  for (let i = 0; i < 400_000; i++) {
+    const line = [];
+    for (let w = 0; w < 8; w++) line.push(words[(i * 7 + w * 13 + (i >> 3)) % words.length]);
+    lines.push(line.join(' '));
+  }
+  const text = `${lines.join('\n')}\n`;
+  for (let i = 0; i < 4; i++) writeFileSync(join(root, `slow-${i}.txt`), text);
+  return root;
+}
+
+// The daemon's TMPDIR, where the onefile launcher unpacks itself and must clean up.
+function daemonTmp() {
+  const dir = join(scratch, 'tmp');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+function start(options = {}) {
+  return Client.start({
+    executable: EXE,
+    sampleOverCapGlobResults: true,
+    workdir: tree,
+    spillDir: join(scratch, 'spill'),
+    env: { ...process.env, TMPDIR: daemonTmp() },
+    ...options,
+  });
+}
+
+function gone(pid) {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return err.code === 'ESRCH';
+  }
+}
+
+describe('dsh-search-client', { skip: SKIP }, () => {
+  before(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'dsh-node-client-'));
+    tree = join(scratch, 'tree');
+    writeTree(tree);
+    corpus = slowCorpus(join(scratch, 'slow'));
+  });
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('typed results', async () => {
+    const client = await start();
+    try {
+      const info = client.initializeResult;
+      assert.equal(info.serverInfo.name, 'dsh-search');
+      assert.equal(info.ripgrep.version, '15.2.0');
+      assert.equal(info.config.sampleOverCapGlobResults, true);
+
+      const [globbed, grepped] = await Promise.all([client.glob('**/*.js'), client.grep('TODO')]);
+      assert.equal(globbed.text, 'src/app.js\nsrc/util.js');
+      assert.deepEqual(globbed.meta, { shape: 'paths', paths: ['src/app.js', 'src/util.js'], truncated: false, total: 2 });
+      assert.equal(globbed.spill, null);
+      assert.match(grepped.text, /^Found 2 matches/);
+      assert.deepEqual(grepped.meta.files.map((f) => f.path), ['docs/notes.md', 'src/app.js']);
+      const other = await client.grep('export', { path: 'src', include: '*.js', cwd: tree });
+      assert.deepEqual(other.meta.files.map((f) => f.path), ['src/util.js']);
+
+      const appended = await client.scrollbackAppend('term-1', '$ make\r\n\x1b[31merror: missing semicolon\x1b[0m\r');
+      assert.deepEqual(appended, { totalLines: 3, truncated: false });
+      await client.scrollbackAppendNoWait('term-1', Buffer.from('\nbuild failed\r\n$ make test\r\nerror: 2 tests failed\r\n'));
+      const found = await client.terminalSearch('term-1', 'error');
+      assert.deepEqual(found.matches, [
+        { offset: 1, line: 'error: 2 tests failed' },
+        { offset: 4, line: 'error: missing semicolon' },
+      ]);
+      assert.equal(found.matchCount, 2);
+      const regex = await client.terminalSearch('term-1', String.raw`^\$ make\b`, { regex: true, limit: 1 });
+      assert.equal(regex.matches.length, 1);
+      assert.equal(regex.truncated, true);
+      const page = await client.scrollbackRead('term-1', { offset: 1, count: 2 });
+      assert.equal(page.text, '$ make test\nerror: 2 tests failed');
+      assert.equal(await client.scrollbackClose('term-1'), true);
+      assert.equal(await client.scrollbackClose('term-1'), false);
+
+      const tools = (await client.toolsList()).map((t) => t.name);
+      assert.ok(tools.includes('glob') && tools.includes('grep'));
+      const mcp = await client.callTool('grep', { pattern: '(' });
+      assert.equal(mcp.isError, true);
+      await client.ping();
+    } finally {
+      assert.deepEqual(await client.close(), { code: 0, signal: null });
+    }
+  });
+
+  test('errors are RequestErrors with code, rpcCode and text', async () => {
+    const client = await start();
+    try {
+      await assert.rejects(client.grep('('), (err) => {
+        assert.ok(err instanceof RequestError);
+        assert.equal(err.code, 'SEARCH_INVALID_PATTERN');
+        assert.equal(err.rpcCode, 1001);
+        assert.match(err.text, /^Error: grep pattern rejected by ripgrep: /);
+        return true;
+      });
+      await assert.rejects(client.glob('*', { cwd: join(scratch, 'missing') }), { code: 'SEARCH_FAILED', rpcCode: 1002 });
+      await assert.rejects(client.spillRead(join(scratch, 'nope.txt')), { code: 'INVALID_ARGS', rpcCode: -32602 });
+      await assert.rejects(client.request('no/such/method'), { code: 'METHOD_NOT_FOUND', rpcCode: -32601 });
+      await client.ping();
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('AbortSignal cancels the search: $/cancelRequest, then the -32800 answer', async () => {
+    const client = await start();
+    try {
+      const controller = new AbortController();
+      const slow = client.grep(SLOW_PATTERN, { cwd: corpus, signal: controller.signal });
+      setTimeout(() => controller.abort(), 500);
+      await assert.rejects(slow, (err) => {
+        assert.ok(err instanceof AbortedError, err);
+        assert.equal(err.name, 'AbortError');
+        assert.ok(err.reply instanceof RequestError);
+        assert.equal(err.reply.rpcCode, REQUEST_CANCELLED);
+        assert.equal(err.reply.code, 'SEARCH_ABORTED');
+        assert.equal(err.reply.text, 'Error: grep was aborted before completion (tool timeout or caller cancellation)');
+        return true;
+      });
+      assert.equal(client.pending, 0);
+
+      // A deadline with AbortSignal.timeout: the same path; the cause is the TimeoutError.
+      await assert.rejects(client.grep(SLOW_PATTERN, { cwd: corpus, signal: AbortSignal.timeout(300) }), (err) => {
+        assert.ok(err instanceof AbortedError);
+        assert.equal(err.cause.name, 'TimeoutError');
+        assert.equal(err.reply?.rpcCode, REQUEST_CANCELLED);
+        return true;
+      });
+      // Already aborted: nothing is sent.
+      await assert.rejects(client.ping({ signal: AbortSignal.abort() }), { name: 'AbortError', reply: null });
+      assert.equal((await client.glob('**/*.md')).meta.total, 2);
+    } finally {
+      assert.deepEqual(await client.close(), { code: 0, signal: null });
+    }
+  });
+
+  test('spill pager over a capped grep', async () => {
+    writeFileSync(join(tree, 'many.txt'), Array.from({ length: 600 }, (_, i) => `hit ${i}\n`).join(''));
+    const client = await start();
+    try {
+      const found = await client.grep('^hit', { include: 'many.txt' });
+      assert.ok(found.spill);
+      assert.equal(found.meta.total, 600);
+      const pages = [];
+      for await (const page of client.spillPages(found.spill, { limit: 100 })) pages.push(page);
+      assert.ok(pages.length > 1);
+      assert.deepEqual(pages.map((p) => p.startLine), pages.map((_, i) => 1 + 100 * i));
+      assert.equal(pages.at(-1).nextOffset, null);
+      const text = pages.map((p) => p.text).join('\n');
+      assert.equal(text.split('\n').length, pages.at(-1).totalLines);
+      for (let i = 0; i < 600; i++) assert.ok(text.includes(`hit ${i}\n`) || text.endsWith(`hit ${i}`), i);
+      const middle = await client.spillRead(found.spill.locator, { offset: 5, limit: 3 });
+      assert.deepEqual([middle.startLine, middle.endLine], [5, 7]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('answers longer than 64 KiB on one line', async () => {
+    const longLine = `NEEDLE ${'x'.repeat(300_000)}`;
+    writeFileSync(join(tree, 'long.txt'), `${longLine}\n`);
+    const client = await start({ args: ['--grep-max-line-bytes', '1000000', '--search-meta-max-bytes', '4000000'] });
+    try {
+      const found = await client.grep('NEEDLE', { include: 'long.txt' });
+      assert.equal(found.meta.files[0].matches[0].line, longLine);
+      await client.scrollbackAppend('big', `${longLine}\n`);
+      assert.equal((await client.scrollbackRead('big', { offset: 1, count: 1 })).text, longLine);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('close() is graceful, idempotent and leaves nothing behind', async () => {
+    const client = await start();
+    const pid = client.pid;
+    await client.ping();
+    const [first, second] = await Promise.all([client.close(), client.close()]);
+    assert.deepEqual(first, { code: 0, signal: null });
+    assert.equal(first, second);
+    assert.ok(gone(pid));
+    await assert.rejects(client.ping(), { name: 'ClosedError' });
+    assert.deepEqual(readdirSync(daemonTmp()), []); // the launcher removed its _MEI* directory
+  });
+
+  test('close() with a search still running is bounded', async () => {
+    const client = await start({ shutdownWaitMs: 500 });
+    const slow = client.grep(SLOW_PATTERN, { cwd: corpus });
+    slow.catch(() => {});
+    await new Promise((done) => setTimeout(done, 300));
+    assert.deepEqual(await client.close(), { code: 0, signal: null });
+    await assert.rejects(slow, (err) => err.code === 'SEARCH_ABORTED' || err.name === 'ClosedError');
+  });
+
+  test('StartupError when the sidecar is missing (exit 3)', async () => {
+    const lonely = join(scratch, 'lonely', 'dsh-search');
+    mkdirSync(dirname(lonely), { recursive: true });
+    copyFileSync(EXE, lonely);
+    await assert.rejects(start({ executable: lonely, stderr: 'capture' }), (err) => {
+      assert.ok(err instanceof StartupError, err);
+      assert.equal(err.exitCode, 3);
+      assert.ok(err.stderr.includes(`dsh-search: ripgrep sidecar ${lonely}-rg is missing`), err.stderr);
+      assert.match(err.message, /exited with status 3 .*sidecar/);
+      return true;
+    });
+    await assert.rejects(start({ sampleOverCapGlobResults: null, stderr: 'capture' }), { name: 'StartupError', exitCode: 2 });
+  });
+
+  test('findExecutable: argument, then DSH_SEARCH_EXE, then PATH', () => {
+    assert.equal(findExecutable('/x/dsh-search', {}), '/x/dsh-search');
+    assert.equal(findExecutable(undefined, { DSH_SEARCH_EXE: '/y/dsh-search' }), '/y/dsh-search');
+    assert.equal(findExecutable(null, { PATH: `/nonexistent:${dirname(EXE)}` }), join(dirname(EXE), 'dsh-search'));
+    assert.throws(() => findExecutable(undefined, { PATH: '/nonexistent' }), /DSH_SEARCH_EXE/);
+  });
+});
+
+describe('notifications and requests from the daemon', () => {
+  const fake = join(HERE, 'fake-daemon.js');
+
+  test('notifications reach the callback; server requests are refused; cancelWaitMs bounds an abort', async () => {
+    assert.ok(existsSync(fake));
+    const seen = [];
+    const client = await Client.start({
+      executable: fake,
+      sampleOverCapGlobResults: true,
+      cancelWaitMs: 300,
+      onNotification: (method, params) => seen.push([method, params]),
+    });
+    try {
+      await client.ping();
+      const methods = seen.map(([method]) => method);
+      assert.ok(methods.includes('notifications/message'));
+      assert.ok(methods.includes('notifications/tools/list_changed'));
+      assert.ok(methods.includes('$/progress'));
+      assert.deepEqual(await client.request('test/answered'), { code: -32601 });
+
+      const started = Date.now();
+      await assert.rejects(client.grep('x', { signal: AbortSignal.timeout(100) }), { name: 'AbortError', reply: null });
+      assert.ok(Date.now() - started < 5000);
+      assert.equal(client.pending, 0);
+    } finally {
+      assert.equal((await client.close()).code, 0);
+    }
+  });
+});

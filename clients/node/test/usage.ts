@@ -1,0 +1,47 @@
+// Type-checked only (npm run typecheck): the README's usage compiles against index.d.ts.
+import {
+  AbortedError,
+  Client,
+  ClosedError,
+  REQUEST_CANCELLED,
+  RequestError,
+  findExecutable,
+  type GrepResult,
+  type SpillPage,
+} from '../index.js';
+
+export async function usage(): Promise<void> {
+  const client = await Client.start({
+    executable: findExecutable(),
+    sampleOverCapGlobResults: true,
+    workdir: '/path/to/project',
+    onNotification: (method: string, params: unknown) => console.log(method, params),
+  });
+  try {
+    const info = client.initializeResult;
+    console.log(info?.serverInfo.version, info?.ripgrep.version, info?.config['timeoutMs']);
+    const found: GrepResult = await client.grep('TODO', { include: '*.py', signal: AbortSignal.timeout(10_000) });
+    for (const file of found.meta.files) console.log(file.path, file.matches[0]?.lineNumber);
+    if (found.spill) {
+      for await (const page of client.spillPages(found.spill, { limit: 500 })) {
+        const p: SpillPage = page;
+        console.log(p.startLine, p.nextOffset ?? 'end');
+      }
+    }
+    const listed = await client.glob('**/*.ts', { cwd: '/elsewhere', sessionId: 's1' });
+    console.log(listed.meta.paths.length, listed.text);
+    const appended = await client.scrollbackAppend('term-1', new Uint8Array([104, 105, 10]));
+    const hits = await client.terminalSearch('term-1', 'error', { regex: true, limit: 10 });
+    console.log(appended.totalLines, hits.matches.map((m) => m.offset));
+    const closed: boolean = await client.scrollbackClose('term-1');
+    console.log(closed);
+  } catch (err) {
+    if (err instanceof RequestError) console.log(err.code, err.rpcCode, err.text);
+    else if (err instanceof AbortedError) console.log(err.reply?.rpcCode === REQUEST_CANCELLED, err.cause);
+    else if (err instanceof ClosedError) console.log(err.exitCode, err.stderr);
+    else throw err;
+  } finally {
+    const status = await client.close();
+    console.log(status?.code, status?.signal);
+  }
+}

@@ -1,0 +1,48 @@
+"""clients/node: type check of index.d.ts, then its `node --test` suite against the frozen executable."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.hosts.support import node_toolchain, npm_ci
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
+
+
+def test_node_client(exe: Path, slow_corpus: Path) -> None:
+    node, npm = node_toolchain()
+    npm_ci(npm, CLIENT)  # vscode-jsonrpc, and the pinned typescript + @types/node for the type check
+    for source in ("index.js", "test/client.test.js", "test/fake-daemon.js"):
+        subprocess.run([node, "--check", source], cwd=CLIENT, check=True)
+    typecheck = subprocess.run(
+        [node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.json"],
+        cwd=CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert typecheck.returncode == 0, typecheck.stdout + typecheck.stderr
+    env = {**os.environ, "DSH_SEARCH_EXE": str(exe), "DSH_SLOW_CORPUS": str(slow_corpus)}
+    done = subprocess.run(
+        [node, "--test", "test/client.test.js"],
+        cwd=CLIENT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    # Every test ran: none skipped (they skip only without DSH_SEARCH_EXE), none failed.
+    counts = dict(re.findall(r"^# (tests|pass|fail|skipped|cancelled) (\d+)$", report, re.MULTILINE))
+    assert counts.get("fail") == "0" and counts.get("skipped") == "0" and counts.get("cancelled") == "0", report
+    assert int(counts["tests"]) == int(counts["pass"]) >= 10, report

@@ -257,6 +257,7 @@ class Bench:
     scale_sizes: list[int]
     selected: list[str]
     scratch: Path
+    upstream_node: bool = True
     results: list[Result] = field(default_factory=list)
     _tree: Path | None = None
     _daemon: Daemon | None = None
@@ -429,7 +430,7 @@ def run_cold_start(b: Bench) -> None:
     flags = ["--sample-over-cap-glob-results", "false"]
     unfrozen_env = {**os.environ, "PYTHONPATH": str(ROOT / "daemon"), "DSH_SEARCH_RG": str(b.rg)}
     samplers: dict[str, Sampler] = {"daemon (frozen)": lambda: first_ping([str(b.exe), *flags])}
-    node_dir = corpus.upstream_node_tool(b.cache)
+    node_dir = corpus.upstream_node_tool(b.cache) if b.upstream_node else None
     reference: dict[str, float] = {}
     if node_dir is not None:
         samplers["upstream Node tool"] = lambda: first_ping(["node", "-e", NODE_PING], cwd=node_dir)
@@ -694,6 +695,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"also write {PUBLISHED_JSON.relative_to(ROOT)} and {PUBLISHED_PNG.relative_to(ROOT)}",
     )
     p.add_argument("--no-chart", action="store_true")
+    p.add_argument(
+        "--no-upstream-node",
+        action="store_true",
+        help="cold start: do not install upstream's Node tool; compare with its documented figure",
+    )
     p.add_argument("--chart-from", type=Path, metavar="JSON", help="only redraw the chart from a results file")
     p.add_argument("--png", type=Path, help="with --chart-from: where the chart goes (default: beside the JSON)")
     p.add_argument("--list", action="store_true", help="list the workload ids")
@@ -729,6 +735,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="dsh-bench.") as scratch:
         b = Bench(args.exe.resolve(), rounds, args.cache, args.tree, sizes, selected, Path(scratch))
+        b.upstream_node = not args.no_upstream_node
         try:
             run_cold_start(b)
             kernel_ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "concurrency"]

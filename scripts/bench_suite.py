@@ -639,6 +639,14 @@ def markdown_table(results: Sequence[Result]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def home_relative(path: Path) -> str:
+    """`~/…` for a path in the home directory (results files get committed; the home is no one's business)."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 def rg_version(rg: Path) -> str:
     done = subprocess.run([str(rg), "--version"], capture_output=True, text=True, check=False)
     return done.stdout.split("\n")[0]
@@ -659,7 +667,7 @@ def document(b: Bench, args: argparse.Namespace, load_before: Sequence[float], s
         "rounds": b.rounds,
         "quick": args.quick,
         "selected": b.selected,
-        "tree": str(b._tree) if b._tree else None,
+        "tree": home_relative(b._tree) if b._tree else None,
         "scale_sizes": b.scale_sizes,
         "duration_s": round(time.perf_counter() - started, 1),
         "workloads": [r.to_json() for r in b.results],

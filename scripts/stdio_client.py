@@ -36,6 +36,24 @@ class StdioClient:
         assert "result" in response, response
         return response["result"]
 
+    def results_concurrently(self, calls: Sequence[tuple[str, Any]]) -> list[Any]:
+        """Send every request at once (one write), then read every response; results in call order.
+        The daemon runs them concurrently and may answer in any order."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        first = self.next_id + 1
+        lines = []
+        for method, params in calls:
+            self.next_id += 1
+            lines.append(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
+        self.proc.stdin.write("\n".join(lines).encode() + b"\n")
+        self.proc.stdin.flush()
+        answers: dict[int, Any] = {}
+        while len(answers) < len(calls):
+            response = json.loads(self.proc.stdout.readline())
+            assert "result" in response, response
+            answers[response["id"]] = response["result"]
+        return [answers[first + i] for i in range(len(calls))]
+
     def close(self) -> int:
         assert self.proc.stdin is not None
         self.proc.stdin.close()

@@ -1,0 +1,71 @@
+"""scripts/bench end to end on a tiny kernel-shaped tree and tiny scale trees, one round: every workload
+runs against the frozen daemon and bare ripgrep, and the results file and the chart come out.
+
+The kernel workloads run on `mini_kernel_tree` (the paths they name, a few hundred files), never on the
+kernel itself, so the test needs no download; the cold start is compared with upstream's documented
+figure rather than installing the Node tool. Durations are recorded, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import bench_corpus  # noqa: E402 - scripts/ is not a package
+
+pytestmark = pytest.mark.e2e
+
+
+def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
+    tree = bench_corpus.mini_kernel_tree(tmp_path / "tree")
+    out = tmp_path / "out"
+    common = [sys.executable, str(SCRIPTS / "bench_suite.py"), "--exe", str(exe), "--scale-sizes", "300,900"]
+    listed = subprocess.run([*common, "--list"], capture_output=True, text=True, check=True).stdout.split()
+    done = subprocess.run(
+        [
+            *common,
+            *("--tree", str(tree), "--cache", str(tmp_path / "cache"), "--out", str(out), "--rounds", "1"),
+            "--no-upstream-node",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    doc = json.loads((out / "results.json").read_text())
+    workloads = {w["id"]: w for w in doc["workloads"]}
+    assert sorted(workloads) == sorted(listed)
+    assert {"grep-static", "cold-start", "rss-grep-static", "concurrency", "terminal-regex"} <= set(workloads)
+    for w in workloads.values():
+        assert w["status"] in {"pass", "miss", "info"}, w
+        for system in w["systems"].values():
+            assert system.get("reference") or len(system["samples_ms"]) == 1, w
+        if w["baseline"]:
+            assert w["ratio"] is not None and w["ratio"] > 0, w
+    assert workloads["cold-start"]["systems"]["upstream Node tool"]["reference"] is True
+    assert workloads["rss-grep-static"]["peak_rss_mb"] > 0
+    assert workloads["scale-grep-literal-900"]["extra"]["rg_results"] == 9
+    assert workloads["grep-static"]["extra"]["rg_results"] > 0
+    growth = doc["scale_growth"]
+    assert set(growth) == {"glob-all", "glob-x", "grep-literal"}
+    assert growth["glob-all"]["files"] == [300, 900]
+
+    assert (out / "bench-ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (out / "results.md").read_text()
+    assert table.count("\n") == len(workloads) + 2
+
+    redrawn = tmp_path / "redrawn.png"
+    subprocess.run(
+        [*common, "--chart-from", str(out / "results.json"), "--png", str(redrawn)], check=True, capture_output=True
+    )
+    assert redrawn.read_bytes()[:4] == b"\x89PNG"

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .config import Config
 from .paths import DenyGlobs
-from .ripgrep import LiveGroups
+from .ripgrep import Limits, LiveGroups
 from .scrollback import Terminals
 from .sidecar import Ripgrep
 from .spill import SpillStore
 
-if TYPE_CHECKING:
-    from .server import Server
+
+class Control(Protocol):
+    """What lifecycle methods may ask of the running server."""
+
+    def running_requests(self, exclude: asyncio.Task[Any] | None = None) -> list[asyncio.Task[Any]]: ...
+
+    def request_exit(self) -> None: ...
 
 
 @dataclass
@@ -27,9 +32,20 @@ class App:
     spill: SpillStore
     deny_globs: DenyGlobs
     groups: LiveGroups = field(default_factory=LiveGroups)
-    server: Server | None = None
+    control: Control | None = None
+    shutting_down: bool = False  # after `shutdown`: only `exit` is served
     _slots: asyncio.Semaphore | None = None
     _terminals: Terminals | None = None
+
+    @property
+    def rg_limits(self) -> Limits:
+        config = self.config
+        return Limits(
+            stdout_cap=config.raw_output_max_bytes,
+            stderr_cap=config.stderr_max_bytes,
+            grace_s=config.grace_ms / 1000,
+            memory_cap=config.rg_memory_max_bytes,
+        )
 
     @property
     def search_slots(self) -> asyncio.Semaphore:

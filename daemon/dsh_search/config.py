@@ -56,6 +56,7 @@ KEYS: tuple[Key, ...] = (
     Key("stderrMaxBytes", "posint", 65536),
     Key("timeoutMs", "posint", 30000),
     Key("maxConcurrentSearches", "posint", None),  # default: CPU count
+    Key("rgMemoryMaxBytes", "posint", None),  # default: rg_memory_default(rawOutputMaxBytes)
     Key("maxMessageBytes", "posint", 67_108_864),
     Key("spillDir", "str", None),  # default: default_spill_dir()
     Key("spillMaxBytes", "posint", 1 << 30),
@@ -63,6 +64,7 @@ KEYS: tuple[Key, ...] = (
     Key("spillRetrievalHint", "str", texts.DEFAULT_RETRIEVAL_HINT),
     Key("scrollbackLines", "posint", 10000),
     Key("scrollbackMaxBytes", "posint", 4_194_304),
+    Key("scrollbackTotalMaxBytes", "posint", 268_435_456),
     Key("terminalSearchMaxResultBytes", "posint", 262_144),
     Key("allowedRoots", "list", ()),
     Key("denyGlobs", "list", ()),
@@ -82,6 +84,7 @@ class Config:
     stderr_max_bytes: int
     timeout_ms: int
     max_concurrent_searches: int
+    rg_memory_max_bytes: int
     max_message_bytes: int
     spill_dir: str
     spill_max_bytes: int
@@ -89,6 +92,7 @@ class Config:
     spill_retrieval_hint: str
     scrollback_lines: int
     scrollback_max_bytes: int
+    scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     allowed_roots: tuple[str, ...]
     deny_globs: tuple[str, ...]
@@ -100,6 +104,24 @@ class Config:
             value = getattr(self, _attr(key.name))
             out[key.name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+# An rg child's address space: what ripgrep needs to run with its default 12 threads (measured: ~7 MiB
+# per thread, ~120 MiB at 12), plus room for three times the raw-output cap. ripgrep buffers each file's
+# output while it searches in parallel; a buffer larger than that could only end as an overflow anyway.
+RG_MEMORY_BASE = 256 << 20
+
+
+def rg_memory_default(raw_output_max_bytes: int) -> int:
+    return RG_MEMORY_BASE + 3 * raw_output_max_bytes
+
+
+def _posint_default(key: Key, resolved: Mapping[str, Any]) -> Any:
+    if key.name == "maxConcurrentSearches":
+        return os.cpu_count() or 1
+    if key.name == "rgMemoryMaxBytes":
+        return rg_memory_default(resolved["raw_output_max_bytes"])
+    return key.default
 
 
 def _attr(name: str) -> str:
@@ -131,7 +153,7 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 raise ConfigError(f"dsh-search: {key.name} must be true or false")
         elif key.kind == "posint":
             if value is None:
-                value = (os.cpu_count() or 1) if key.name == "maxConcurrentSearches" else key.default
+                value = _posint_default(key, resolved)
             if not _is_positive_integer(value):
                 raise ConfigError(f"dsh-search: {key.name} must be a positive integer")
             value = int(value)

@@ -42,12 +42,13 @@ VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 
 
 def _walk_threads() -> int:
-    """ripgrep walks on all CPUs but one; that one stats the files it lists (see _stat_batch)."""
+    """ripgrep walks on all CPUs but one; that one stats the files it lists (see _stat_batch). At most
+    12, ripgrep's own default ceiling, which its memory bound (rgMemoryMaxBytes) is sized for."""
     try:
         cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS)
         cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
+    return min(12, max(1, cpus - 1))
 
 
 WALK_THREADS = _walk_threads()

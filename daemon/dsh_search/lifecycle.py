@@ -60,19 +60,18 @@ async def ping(app: App, params: dict[str, Any]) -> dict[str, Any]:
     result={"type": "null"},
 )
 async def shutdown(app: App, params: dict[str, Any]) -> None:
-    server = app.server
-    if server is None:
+    app.shutting_down = True
+    if app.control is None:
         return
-    server.shutting_down = True
-    running = server.running_requests(exclude=asyncio.current_task())
+    running = app.control.running_requests(exclude=asyncio.current_task())
     if running:
         await asyncio.wait(running)
 
 
 @method("exit", summary="Exit the daemon (status 0), aborting anything still running.", result={"type": "null"})
 async def exit_(app: App, params: dict[str, Any]) -> None:
-    if app.server is not None:
-        app.server.request_exit()
+    if app.control is not None:
+        app.control.request_exit()
 
 
 @method(

@@ -1,27 +1,42 @@
-"""One ripgrep run: argv, environment, process group, output caps, termination.
+"""One ripgrep run: argv, environment, process group, output caps, memory bound, termination.
 
 Every search goes through `run()`. ripgrep gets an argv list (never a shell) that starts with
-`--no-config`, stdin from /dev/null (or the bytes given), its own session and process group, and the
-scrubbed environment of SPEC §1. stdout is collected up to a byte cap; the moment it passes the cap
-the group is terminated rather than left to finish (a fix over upstream, which waited). stderr keeps
-its tail. Cancelling the awaiting task — a timeout, `$/cancelRequest`, shutdown — terminates the whole
-group: SIGTERM, then SIGKILL once the grace has passed, and the call returns only when rg is reaped.
+`--no-config`, stdin from /dev/null (or the bytes given), its own session and process group, the
+scrubbed environment of `child_environment`, and (Linux) an address-space limit, so that no input can
+make it buffer without bound. stdout is collected up to a byte cap; the moment it passes the cap the
+group is terminated rather than left to finish. stderr keeps its tail.
+
+Why it is built this way: a run must release everything it opened whatever instant it is cancelled
+at. So the spawn is synchronous — there is no `await` between creating the pipes and handing them to
+their owner — and from then on one thread owns the child: it reads both pipes, feeds stdin, applies
+the caps, and reaps the child, closing every descriptor on its way out. The event loop only waits for
+that thread's verdict; cancelling the wait (a timeout, `$/cancelRequest`, shutdown) terminates the
+whole group — SIGTERM, then SIGKILL once the grace has passed — and the call returns only once rg is
+reaped. Signals go to the group only while its leader is unreaped (under a lock), so a recycled pid
+can never be hit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import re
+import resource
+import selectors
 import signal
+import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 _READ_CHUNK = 1 << 20
+# What ripgrep (a Rust program) prints when an allocation fails, just before it aborts.
+_ALLOCATION_FAILED = re.compile(rb"memory allocation of \d+ bytes failed")
 
 
 def child_environment(environ: Mapping[str, str], *, frozen: bool) -> dict[str, str]:
@@ -44,37 +59,37 @@ def child_environment(environ: Mapping[str, str], *, frozen: bool) -> dict[str, 
 
 
 class LaunchError(Exception):
-    """ripgrep could not be started (missing binary, unusable cwd, NUL in argv, …)."""
+    """ripgrep could not be started (missing binary, unusable cwd, NUL in argv, argv too long, …)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    stdout_cap: int  # bytes of stdout past which the group is terminated
+    stderr_cap: int  # bytes of stderr tail kept
+    grace_s: float  # SIGTERM → SIGKILL, and how long pipes may outlive the child
+    memory_cap: int | None = None  # address-space limit of the child (Linux); None: unbounded
 
 
 @dataclass(frozen=True)
 class Outcome:
     exit_code: int | None  # None when killed by a signal
     signal: int | None
-    stdout: bytes  # complete unless stdout_overflow
+    stdout: bytes  # complete unless stdout_overflow (empty when a sink took it)
     stdout_overflow: bool  # stdout passed the cap; rg was terminated
     stderr: bytes  # the tail, at most the stderr cap
     stderr_lossy: bool  # the head of stderr slid out of the cap
+    out_of_memory: bool = False  # rg aborted because an allocation failed under the memory cap
 
 
-class LiveGroups:
-    """Process groups of running rg processes, so that the way out can make sure none survives."""
+@dataclass(frozen=True)
+class _Collected:
+    """What the owning thread gathered from the pipes."""
 
-    def __init__(self) -> None:
-        self._pgids: set[int] = set()
-
-    def add(self, pgid: int) -> None:
-        self._pgids.add(pgid)
-
-    def discard(self, pgid: int) -> None:
-        self._pgids.discard(pgid)
-
-    def __len__(self) -> int:
-        return len(self._pgids)
-
-    def kill_all(self) -> None:
-        for pgid in list(self._pgids):
-            signal_group(pgid, signal.SIGKILL)
+    stdout: bytes
+    overflow: bool
+    stderr: bytes
+    stderr_lossy: bool
+    allocation_failed: bool
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -83,7 +98,6 @@ def signal_group(pgid: int, sig: int) -> None:
 
 
 def group_alive(pgid: int) -> bool:
-    # A pid is never reused while a process group of that id exists, so this cannot hit a stranger.
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
@@ -91,94 +105,295 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-async def terminate(proc: asyncio.subprocess.Process, grace_s: float) -> None:
-    """SIGTERM the group, SIGKILL it after the grace, and reap the direct child."""
-    pgid = proc.pid
-    signal_group(pgid, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), grace_s)
-    if proc.returncode is None or group_alive(pgid):
-        signal_group(pgid, signal.SIGKILL)
-    await proc.wait()
+def _big_pipe() -> tuple[int, int]:
+    """A pipe enlarged to 1 MiB where the platform allows (Linux): a writer rarely blocks, and data
+    moves in few large steps. Elsewhere the default size is kept."""
+    read_end, write_end = os.pipe()
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(write_end, set_size, _READ_CHUNK)
+    return read_end, write_end
 
 
-class _StdoutReader:
-    """Reads rg's stdout on a thread of its own with large blocking reads.
+def _limit_memory(pid: int, cap: int) -> bool:
+    """Bound the child's address space: Linux's prlimit sets it on the running process (its exec is
+    done when Popen returns, and rg allocates its big buffers later). Other platforms have no call to
+    do it from outside the child; there the run stays unbounded (docs/reliability.md)."""
+    prlimit = getattr(resource, "prlimit", None)
+    if prlimit is None:
+        return False
+    try:
+        prlimit(pid, resource.RLIMIT_AS, (cap, cap))
+    except (OSError, ValueError):
+        return False
+    return True
 
-    ripgrep writes in many small pieces; through the event loop each one costs a wakeup of the whole
-    asyncio machinery, which measurably slowed large searches. A blocking `read` on a thread costs a
-    GIL hand-off per piece and lets the kernel coalesce writes. Chunks go to the sink (or are kept)
-    on this thread; past the cap the group is terminated and the rest is drained and dropped.
+
+class Child:
+    """A running rg and the thread that owns its pipes until it is reaped.
+
+    Created by `spawn`, which either returns a running child whose thread already owns every
+    descriptor, or raises `LaunchError` having closed everything it opened.
     """
 
     def __init__(
         self,
-        fd: int,
-        pgid: int,
-        cap: int,
+        proc: subprocess.Popen[bytes],
+        fds: tuple[int, int, int | None],
+        stdin_data: bytes | None,
+        limits: Limits,
         sink: Callable[[bytes], None] | None,
-        on_overflow: Callable[[], object],
         loop: asyncio.AbstractEventLoop,
+        memory_bounded: bool,
     ) -> None:
-        self.fd = fd
-        self.pgid = pgid
-        self.cap = cap
-        self.sink = sink
-        self.on_overflow = on_overflow
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.overflow = False
-        self.error: BaseException | None = None
-        self.done: asyncio.Future[None] = loop.create_future()
+        self.pid = proc.pid  # also the process group id: the child leads its own session
+        self._proc = proc
+        self._out_fd, self._err_fd, self._in_fd = fds
+        self._stdin = memoryview(stdin_data) if stdin_data is not None else None
+        self._limits = limits
+        self._sink = sink
         self._loop = loop
-        threading.Thread(target=self._run, name="rg-stdout", daemon=True).start()
+        self._memory_bounded = memory_bounded
+        self._lock = threading.Lock()  # orders signals against the reap
+        self._reaped = False
+        self._kill_timer: asyncio.TimerHandle | None = None
+        self.error: BaseException | None = None  # the sink failed
+        self.done: asyncio.Future[Outcome] = loop.create_future()
+        threading.Thread(target=self._own, name=f"rg-{proc.pid}", daemon=True).start()
 
-    def _run(self) -> None:
+    # -- signalling (any thread) --------------------------------------------------------------------
+
+    def signal(self, sig: int) -> None:
+        with self._lock:
+            if not self._reaped:
+                signal_group(self.pid, sig)
+
+    def terminate(self) -> None:
+        """SIGTERM the group now and SIGKILL it after the grace (event-loop thread)."""
+        self.signal(signal.SIGTERM)
+        if self._kill_timer is None:
+            self._kill_timer = self._loop.call_later(self._limits.grace_s, self.signal, signal.SIGKILL)
+
+    # -- the owning thread ----------------------------------------------------------------------------
+
+    def _own(self) -> None:
+        collected: _Collected | None = None
         try:
-            while chunk := os.read(self.fd, _READ_CHUNK):
-                if self.overflow:
-                    continue  # drain what is left while the group dies
-                self.size += len(chunk)
-                if self.size > self.cap:
-                    self.overflow = True
-                    self.chunks.clear()
-                    signal_group(self.pgid, signal.SIGTERM)
-                    self._loop.call_soon_threadsafe(self.on_overflow)
-                elif self.sink is not None:
-                    self.sink(chunk)
-                else:
-                    self.chunks.append(chunk)
-        except BaseException as exc:  # a failing sink must still end the read, and be reported
+            collected = self._pump()
+        except BaseException as exc:  # never leave the awaiting side hanging, nor rg running
             self.error = exc
+            self.signal(signal.SIGKILL)
         finally:
-            os.close(self.fd)
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-                self._loop.call_soon_threadsafe(_resolve, self.done)
+            for fd in (self._out_fd, self._err_fd, self._in_fd):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            code = self._reap()
+        got = collected or _Collected(b"", False, b"", False, False)
+        outcome = Outcome(
+            exit_code=code if code >= 0 else None,
+            signal=-code if code < 0 else None,
+            stdout=got.stdout,
+            stdout_overflow=got.overflow,
+            stderr=got.stderr,
+            stderr_lossy=got.stderr_lossy,
+            out_of_memory=self._memory_bounded and code == -signal.SIGABRT and got.allocation_failed,
+        )
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            self._loop.call_soon_threadsafe(self._settle, outcome)
+
+    def _settle(self, outcome: Outcome) -> None:
+        if self._kill_timer is not None:
+            self._kill_timer.cancel()
+        if not self.done.done():
+            self.done.set_result(outcome)
+
+    def _pump(self) -> _Collected:
+        limits = self._limits
+        chunks: list[bytes] = []
+        size = 0
+        overflow = False
+        err_tail = bytearray()
+        err_lossy = False
+        alloc_failed = False
+        kill_at: float | None = None  # overflow: SIGKILL if still running by then
+        exited_at: float | None = None  # the child exited while a pipe is still open
+
+        selector = selectors.DefaultSelector()
+        pidfd = None
+        try:
+            selector.register(self._out_fd, selectors.EVENT_READ, "out")
+            selector.register(self._err_fd, selectors.EVENT_READ, "err")
+            if self._in_fd is not None:
+                os.set_blocking(self._in_fd, False)
+                selector.register(self._in_fd, selectors.EVENT_WRITE, "in")
+            with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: learn of the exit at once
+                pidfd = os.pidfd_open(self.pid)
+                selector.register(pidfd, selectors.EVENT_READ, "exit")
+            open_pipes = 2
+            while open_pipes:
+                now = time.monotonic()
+                deadlines = [t for t in (kill_at, exited_at) if t is not None]
+                timeout = max(0.0, min(deadlines) - now) if deadlines else None
+                for key, _ in selector.select(timeout):
+                    what = key.data
+                    if what == "out":
+                        chunk = os.read(self._out_fd, _READ_CHUNK)
+                        if not chunk:
+                            selector.unregister(self._out_fd)
+                            open_pipes -= 1
+                        elif not overflow:
+                            size += len(chunk)
+                            if size > limits.stdout_cap:
+                                overflow = True
+                                chunks.clear()
+                                self.signal(signal.SIGTERM)
+                                kill_at = time.monotonic() + limits.grace_s
+                            elif self._sink is not None and self.error is None:
+                                try:
+                                    self._sink(chunk)
+                                except Exception as exc:  # report it, and stop rg: its output has no taker
+                                    self.error = exc
+                                    self.signal(signal.SIGTERM)
+                                    kill_at = time.monotonic() + limits.grace_s
+                            elif self._sink is None:
+                                chunks.append(chunk)
+                    elif what == "err":
+                        chunk = os.read(self._err_fd, _READ_CHUNK)
+                        if not chunk:
+                            selector.unregister(self._err_fd)
+                            open_pipes -= 1
+                            continue
+                        if not alloc_failed and _ALLOCATION_FAILED.search(bytes(err_tail[-64:]) + chunk):
+                            alloc_failed = True
+                        err_tail += chunk
+                        if len(err_tail) > limits.stderr_cap:
+                            del err_tail[: len(err_tail) - limits.stderr_cap]
+                            err_lossy = True
+                    elif what == "in":
+                        self._write_stdin(selector)
+                    else:  # the child exited; its pipes should close right after
+                        selector.unregister(key.fd)
+                        exited_at = time.monotonic() + limits.grace_s
+                now = time.monotonic()
+                if kill_at is not None and now >= kill_at:
+                    self.signal(signal.SIGKILL)
+                    kill_at = None
+                if exited_at is not None and now >= exited_at:
+                    break  # a descendant holds a pipe open: it must not hang the call
+            if open_pipes:
+                self.signal(signal.SIGKILL)  # the leader is an unreaped zombie: the group id is still ours
+        finally:
+            selector.close()
+            if pidfd is not None:
+                os.close(pidfd)
+        return _Collected(b"".join(chunks), overflow, bytes(err_tail), err_lossy, alloc_failed)
+
+    def _write_stdin(self, selector: selectors.BaseSelector) -> None:
+        fd, data = self._in_fd, self._stdin
+        assert fd is not None and data is not None
+        try:
+            written = os.write(fd, data[:_READ_CHUNK])
+        except BlockingIOError:
+            return
+        except OSError:  # rg exited early (a bad pattern, a kill): what it did not read does not matter
+            written = len(data)
+        self._stdin = data = data[written:]
+        if not data:
+            selector.unregister(fd)
+            os.close(fd)
+            self._in_fd = None
+
+    def _reap(self) -> int:
+        """Wait for the child's exit and reap it; signals stop reaching the group from then on."""
+        while True:
+            with self._lock:
+                code = self._proc.poll()
+                if code is not None:
+                    self._reaped = True
+                    return code
+            waitid = getattr(os, "waitid", None)
+            if waitid is not None:  # wait for the exit without reaping, outside the lock
+                try:
+                    waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+                except ChildProcessError:
+                    pass
+                except InterruptedError:
+                    continue
+            else:
+                time.sleep(0.002)
 
 
-def _big_pipe() -> tuple[int, int]:
-    """A pipe enlarged to 1 MiB (Linux): a writer rarely blocks, and data moves in few large steps."""
-    read_end, write_end = os.pipe()
-    with contextlib.suppress(OSError, AttributeError):
-        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _READ_CHUNK)
-    return read_end, write_end
-
-
-def _feed_stdin(fd: int, data: bytes) -> None:
-    """Write all of data to rg's stdin with blocking writes on this thread, then close it."""
+def spawn(
+    rg_path: str,
+    args: Sequence[str | bytes],
+    *,
+    cwd: str | bytes,
+    env: Mapping[str, str],
+    limits: Limits,
+    stdin_data: bytes | None,
+    sink: Callable[[bytes], None] | None,
+    loop: asyncio.AbstractEventLoop,
+) -> Child:
+    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
+    opened: list[int] = []
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError:
-        pass  # rg exited early (a bad pattern, a kill): what it did not read does not matter
-    finally:
-        os.close(fd)
+        out_r, out_w = _big_pipe()
+        opened += (out_r, out_w)
+        err_r, err_w = os.pipe()
+        opened += (err_r, err_w)
+        in_r: int | None = None
+        in_w: int | None = None
+        if stdin_data is not None:
+            in_r, in_w = _big_pipe()
+            opened += (in_r, in_w)
+        proc = subprocess.Popen(
+            [rg_path, "--no-config", *args],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL if in_r is None else in_r,
+            stdout=out_w,
+            stderr=err_w,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except (OSError, ValueError, TypeError) as exc:
+        for opened_fd in opened:
+            with contextlib.suppress(OSError):
+                os.close(opened_fd)
+        raise LaunchError(_describe(exc)) from exc
+    for child_end in (out_w, err_w, in_r):
+        if child_end is not None:
+            os.close(child_end)
+    bounded = limits.memory_cap is not None and _limit_memory(proc.pid, limits.memory_cap)
+    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded)
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
+        return "argument list too long"
+    return str(exc)
+
+
+class LiveGroups:
+    """The running rg children, so that the way out can make sure none survives."""
+
+    def __init__(self) -> None:
+        self._children: set[Child] = set()
+
+    def add(self, child: Child) -> None:
+        self._children.add(child)
+
+    def discard(self, child: Child) -> None:
+        self._children.discard(child)
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+    def kill_all(self) -> None:
+        for child in list(self._children):
+            child.signal(signal.SIGKILL)
 
 
 async def run(
@@ -187,114 +402,40 @@ async def run(
     *,
     cwd: str | bytes,
     env: Mapping[str, str],
-    stdout_cap: int,
-    stderr_cap: int,
-    grace_s: float,
+    limits: Limits,
     stdin_data: bytes | None = None,
     groups: LiveGroups | None = None,
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
 ) -> Outcome:
-    """Run `rg --no-config <args>` in `cwd` and collect its output within the caps.
+    """Run `rg --no-config <args>` in `cwd` and collect its output within the limits.
 
-    With `stdout_sink`, stdout chunks go to the sink as they arrive, on a reader thread (so work on
+    With `stdout_sink`, stdout chunks go to the sink as they arrive, on the child's thread (so work on
     them can overlap the search), instead of being collected; the cap still applies to their total.
     """
-    out_r, out_w = _big_pipe()  # rg never waits for us to drain its output
-    in_r, in_w = _big_pipe() if stdin_data is not None else (None, None)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            rg_path,
-            "--no-config",
-            *args,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL if in_r is None else in_r,
-            stdout=out_w,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-    except (OSError, ValueError, TypeError) as exc:
-        for fd in (out_r, in_w):
-            if fd is not None:
-                os.close(fd)
-        raise LaunchError(str(exc)) from exc
-    finally:
-        for fd in (out_w, in_r):
-            if fd is not None:
-                os.close(fd)
-    if in_w is not None and stdin_data is not None:
-        threading.Thread(target=_feed_stdin, args=(in_w, stdin_data), name="rg-stdin", daemon=True).start()
-    pgid = proc.pid
+    child = spawn(
+        rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
+        loop=asyncio.get_running_loop(),
+    )  # fmt: skip
     if groups is not None:
-        groups.add(pgid)
-    loop = asyncio.get_running_loop()
-    reader = _StdoutReader(
-        out_r, pgid, stdout_cap, stdout_sink, lambda: loop.call_later(grace_s, _kill_if_running, proc), loop
-    )
+        groups.add(child)
     try:
         if on_spawn is not None:
-            on_spawn(proc.pid)
-        return await _collect(proc, reader, stderr_cap, grace_s)
-    except BaseException:
-        # Cancelled (timeout, caller, shutdown) or failed while rg runs: the group must not outlive us.
-        ending = asyncio.ensure_future(terminate(proc, grace_s))
+            on_spawn(child.pid)
         try:
-            await asyncio.shield(ending)
+            outcome = await asyncio.shield(child.done)
         except asyncio.CancelledError:
-            signal_group(pgid, signal.SIGKILL)  # cancelled again while waiting: stop being polite
-        raise
+            # A timeout, the caller, or shutdown: the group must not outlive the call.
+            child.terminate()
+            while not child.done.done():
+                try:
+                    await asyncio.shield(child.done)
+                except asyncio.CancelledError:
+                    child.signal(signal.SIGKILL)  # cancelled again while waiting: stop being polite
+            raise
+        if child.error is not None:
+            raise child.error
+        return outcome
     finally:
-        if groups is not None and proc.returncode is not None:
-            groups.discard(pgid)
-
-
-async def _collect(
-    proc: asyncio.subprocess.Process,
-    reader: _StdoutReader,
-    stderr_cap: int,
-    grace_s: float,
-) -> Outcome:
-    assert proc.stderr is not None
-    stderr_stream = proc.stderr
-    err_tail = bytearray()
-    err_lossy = False
-
-    async def read_stderr() -> None:
-        nonlocal err_lossy
-        while chunk := await stderr_stream.read(_READ_CHUNK):
-            err_tail.extend(chunk)
-            if len(err_tail) > stderr_cap:
-                del err_tail[: len(err_tail) - stderr_cap]
-                err_lossy = True
-
-    io_tasks = [asyncio.ensure_future(read_stderr())]
-    try:
-        await proc.wait()
-        # A descendant holding a pipe open must not hang the call: give the pipes the grace, no more.
-        done, pending = await asyncio.wait([*io_tasks, reader.done], timeout=grace_s)
-        for task in pending:
-            task.cancel()
-        for task in done:
-            if not task.cancelled() and (error := task.exception()) is not None:
-                raise error
-        if reader.error is not None:
-            raise reader.error
-    finally:
-        for task in io_tasks:
-            task.cancel()
-    code = proc.returncode
-    assert code is not None
-    return Outcome(
-        exit_code=code if code >= 0 else None,
-        signal=-code if code < 0 else None,
-        stdout=b"".join(reader.chunks),
-        stdout_overflow=reader.overflow,
-        stderr=bytes(err_tail),
-        stderr_lossy=err_lossy,
-    )
-
-
-def _kill_if_running(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        signal_group(proc.pid, signal.SIGKILL)
+        if groups is not None:
+            groups.discard(child)

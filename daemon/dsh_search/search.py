@@ -114,9 +114,7 @@ async def run_rg(
                 args,
                 cwd=where.cwd,
                 env=app.rg_env,
-                stdout_cap=config.raw_output_max_bytes,
-                stderr_cap=config.stderr_max_bytes,
-                grace_s=config.grace_ms / 1000,
+                limits=app.rg_limits,
                 groups=app.groups,
                 stdout_sink=sink,
                 stdin_data=stdin_data,
@@ -128,7 +126,9 @@ async def run_rg(
 
 
 def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callable[[bytes], bool]) -> RgResult:
-    if outcome.stdout_overflow:
+    # Past its memory bound rg aborts; only output it was buffering can get it there (its memory is
+    # otherwise small and fixed), so this is the raw-output overflow, reported quickly.
+    if outcome.stdout_overflow or outcome.out_of_memory:
         raise ToolError(errors.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(tool, cap))
     code = outcome.exit_code
     if code is None:

@@ -22,49 +22,26 @@ import select
 import signal
 import stat
 import threading
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
-
-from jsonrpcserver.async_dispatcher import dispatch_request
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.request import Request
-from jsonrpcserver.response import to_serializable_one
-from jsonrpcserver.sentinels import NOID
 
 from . import rpc
 from .framing import BadFrame, Decoder, Framing, Message, Oversized, encode
+from .requests import CancelledAnswer, Dispatch, RequestTable
 
 log = logging.getLogger("dsh_search.server")
-
-Method = Callable[..., Awaitable[Any]]
-
-# Why a request was cancelled decides how (and whether) it is answered.
-CANCEL_LSP = "lsp"  # $/cancelRequest → -32800
-CANCEL_MCP = "mcp"  # notifications/cancelled → no response
-CANCEL_SHUTDOWN = "shutdown"  # exit, signal, lost host → SEARCH_ABORTED
 
 _READ_SIZE = 1 << 20
 
 
-class Hooks:
-    """What the method layer supplies to the transport: the methods and how to word cancellations."""
-
-    def __init__(
-        self,
-        methods: dict[str, Method],
-        cancelled_response: Callable[[rpc.Call, str], dict[str, Any] | None],
-    ) -> None:
-        self.methods = methods
-        self.cancelled_response = cancelled_response
-
-
 class Server:
+    """The stdio pumps and the daemon's lifetime; requests themselves live in a `RequestTable`."""
+
     def __init__(
         self,
         *,
-        context: Any,
-        hooks: Hooks,
+        dispatch: Dispatch,
+        cancelled_answer: CancelledAnswer,
         max_message_bytes: int,
         grace_s: float,
         framing: Framing | None = None,
@@ -72,8 +49,6 @@ class Server:
         stdout_fd: int = 1,
         on_exit: Callable[[], None] | None = None,
     ) -> None:
-        self._context = context
-        self._hooks = hooks
         self._grace_s = grace_s
         self._decoder = Decoder(max_message_bytes, framing)
         self._stdin_fd = stdin_fd
@@ -82,13 +57,11 @@ class Server:
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._inflight: dict[tuple[str, Any], asyncio.Task[Any]] = {}
-        self._cancel_reasons: dict[tuple[str, Any], str] = {}
+        self.requests = RequestTable(dispatch, cancelled_answer, self.send)
+        self.requests.on_exit = self.request_exit
         self._finish: asyncio.Future[str] | None = None
         self._abort = asyncio.Event()  # set by any ending that must not wait for running requests
         self._input_closed = False
-        self.shutting_down = False  # after `shutdown`: only `exit` is served
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -106,15 +79,15 @@ class Server:
 
         reason = await self._finish
         log.info("exiting: %s", reason)
+        drained = asyncio.ensure_future(self.requests.drained())
         if reason == "eof":
             # The host closed its end of stdin: answer what is running, then go (unless told otherwise).
             aborted = asyncio.ensure_future(self._abort.wait())
-            while self._tasks and not self._abort.is_set():
-                await asyncio.wait({*self._tasks, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({drained, aborted}, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
-        self._abort_all()
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=self._grace_s + 0.5)
+        self.requests.abort_all()
+        await asyncio.wait({drained}, timeout=self._grace_s + 0.5)
+        drained.cancel()
         if self._on_exit is not None:
             self._on_exit()
         self._out.put(None)
@@ -127,22 +100,11 @@ class Server:
         if self._finish is not None and not self._finish.done():
             self._finish.set_result(reason)
 
-    def _abort_all(self) -> None:
-        tracked = set()
-        for key, task in list(self._inflight.items()):
-            tracked.add(task)
-            if not task.done():
-                self._cancel_reasons.setdefault(key, CANCEL_SHUTDOWN)
-                task.cancel()
-        for task in list(self._tasks):
-            if task not in tracked and not task.done():
-                task.cancel()
-
-    def running_requests(self, exclude: asyncio.Task[Any] | None = None) -> list[asyncio.Task[Any]]:
-        return [t for t in self._inflight.values() if t is not exclude and not t.done()]
-
     def request_exit(self) -> None:
         self._end("exit")
+
+    def running_requests(self, exclude: asyncio.Task[Any] | None = None) -> list[asyncio.Task[Any]]:
+        return list(self.requests.running_requests(exclude))
 
     # -- input ---------------------------------------------------------------------------------------
 
@@ -169,144 +131,22 @@ class Server:
         events = self._decoder.feed(data) if data else self._decoder.feed_eof()
         for event in events:
             if isinstance(event, Message):
-                self._on_message(event.body)
+                parsed = rpc.parse(event.body)
+                if isinstance(parsed, rpc.EnvelopeError):
+                    self.send(rpc.error(None, parsed.code, parsed.message))
+                else:
+                    self.requests.submit(parsed)
             elif isinstance(event, Oversized):
-                self._send(rpc.error(None, rpc.INVALID_REQUEST, "Invalid request: message exceeds maxMessageBytes"))
+                self.send(rpc.error(None, rpc.INVALID_REQUEST, "Invalid request: message exceeds maxMessageBytes"))
             elif isinstance(event, BadFrame):
-                self._send(rpc.error(None, rpc.PARSE_ERROR, f"Parse error: {event.reason}"))
+                self.send(rpc.error(None, rpc.PARSE_ERROR, f"Parse error: {event.reason}"))
         if not data:
             self._input_closed = True
             self._end("eof")
 
-    def _on_message(self, body: bytes) -> None:
-        parsed = rpc.parse(body)
-        if isinstance(parsed, rpc.EnvelopeError):
-            self._send(rpc.error(None, parsed.code, parsed.message))
-            return
-        if parsed.is_batch:
-            self._spawn(self._run_batch(parsed.items))
-            return
-        item = parsed.items[0]
-        if isinstance(item, rpc.Invalid):
-            self._send(rpc.error(item.id, rpc.INVALID_REQUEST, f"Invalid request: {item.reason}"))
-            return
-        if self._handled_inline(item):
-            return
-        task = self._spawn(self._answer(item))
-        self._track(item, task)
-
-    def _handled_inline(self, call: rpc.Call) -> bool:
-        """Transport-level notifications: cancellation and exit; other `$/` notifications are ignored."""
-        if not call.is_notification:
-            return False
-        params = call.params if isinstance(call.params, dict) else {}
-        if call.method == "$/cancelRequest":
-            self._cancel(params.get("id"), CANCEL_LSP)
-        elif call.method == "notifications/cancelled":
-            self._cancel(params.get("requestId"), CANCEL_MCP)
-        elif call.method == "exit":
-            self.request_exit()
-        elif call.method.startswith("$/") or call.method.startswith("notifications/"):
-            pass
-        else:
-            return False
-        return True
-
-    def _cancel(self, id_: Any, reason: str) -> None:
-        if id_ is None or not rpc.valid_id(id_):
-            return
-        key = rpc.id_key(id_)
-        task = self._inflight.get(key)
-        if task is not None and not task.done():
-            self._cancel_reasons[key] = reason
-            task.cancel()
-
-    # -- dispatch ------------------------------------------------------------------------------------
-
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def _track(self, call: rpc.Call, task: asyncio.Task[Any]) -> None:
-        if call.is_notification:
-            return
-        key = rpc.id_key(call.id)
-        self._inflight[key] = task
-
-        def forget(_: asyncio.Task[Any]) -> None:
-            if self._inflight.get(key) is task:
-                del self._inflight[key]
-            self._cancel_reasons.pop(key, None)
-
-        task.add_done_callback(forget)
-
-    async def _answer(self, call: rpc.Call) -> None:
-        response = await self._run_call(call)
-        if response is not None:
-            self._send(response)
-
-    async def _run_call(self, call: rpc.Call) -> dict[str, Any] | None:
-        """Dispatch one call; returns the response object, or None for a notification."""
-        if self.shutting_down and call.method != "exit":
-            if call.is_notification:
-                return None
-            return rpc.error(call.id, rpc.INVALID_REQUEST, "server is shutting down")
-        started = time.perf_counter()
-        try:
-            return await self._dispatch(call)
-        except Exception:
-            log.exception("internal error in %s", call.method)
-            return None if call.is_notification else rpc.error(call.id, rpc.INTERNAL_ERROR, "Internal error")
-        except asyncio.CancelledError:
-            key = rpc.id_key(call.id) if not call.is_notification else None
-            reason = self._cancel_reasons.get(key, CANCEL_SHUTDOWN) if key else CANCEL_SHUTDOWN
-            if call.is_notification or reason == CANCEL_MCP:
-                return None
-            return self._hooks.cancelled_response(call, reason)
-        finally:
-            log.debug("%s %r took %.1f ms", call.method, call.id, (time.perf_counter() - started) * 1000)
-
-    async def _dispatch(self, call: rpc.Call) -> dict[str, Any] | None:
-        params: Any = [] if call.params is None else call.params
-        request = Request(call.method, params, NOID if call.is_notification else call.id)
-        _, outcome = await dispatch_request(self._hooks.methods, self._context, request)
-        if call.is_notification:
-            return None
-        response = to_serializable_one(to_response(request, outcome))
-        assert isinstance(response, dict)
-        return response
-
-    async def _run_batch(self, items: list[rpc.Call | rpc.Invalid]) -> None:
-        waiting: list[asyncio.Task[Any] | dict[str, Any]] = []
-        for item in items:
-            if isinstance(item, rpc.Invalid):
-                waiting.append(rpc.error(item.id, rpc.INVALID_REQUEST, f"Invalid request: {item.reason}"))
-            elif not self._handled_inline(item):
-                task = self._spawn(self._run_call(item))
-                self._track(item, task)
-                waiting.append(task)
-        responses: list[dict[str, Any]] = []
-        for entry in waiting:
-            if isinstance(entry, dict):
-                responses.append(entry)
-                continue
-            try:
-                answer = await asyncio.shield(entry)
-            except asyncio.CancelledError:
-                if not entry.done():
-                    entry.cancel()
-                answer = await asyncio.gather(entry, return_exceptions=True)
-                answer = answer[0] if isinstance(answer[0], dict) else None
-            if isinstance(answer, dict):
-                responses.append(answer)
-        if responses:
-            self._send(responses)
-
     # -- output --------------------------------------------------------------------------------------
 
-    def _send(self, message: Any) -> None:
+    def send(self, message: Any) -> None:
         framing = self._decoder.framing or Framing.NDJSON
         self._out.put(encode(framing, rpc.dumps(message)))
 

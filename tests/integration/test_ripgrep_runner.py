@@ -52,9 +52,12 @@ async def _start_and(rg_path: str, cwd: Path, action, **kw):  # type: ignore[no-
             kw.pop("args", SLOW_ARGS),
             cwd=str(cwd),
             env=kw.pop("env", ripgrep.child_environment(os.environ, frozen=False)),
-            stdout_cap=kw.pop("stdout_cap", 1 << 20),
-            stderr_cap=4096,
-            grace_s=kw.pop("grace_s", 1.0),
+            limits=ripgrep.Limits(
+                stdout_cap=kw.pop("stdout_cap", 1 << 20),
+                stderr_cap=4096,
+                grace_s=kw.pop("grace_s", 1.0),
+                memory_cap=kw.pop("memory_cap", None),
+            ),
             groups=groups,
             on_spawn=spawned.append,
             **kw,
@@ -68,7 +71,7 @@ async def _start_and(rg_path: str, cwd: Path, action, **kw):  # type: ignore[no-
 def test_completes_with_output(rg_path: str, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("hello\nworld\n")
     out = run(
-        ripgrep.run(rg_path, ["--regexp=hello"], cwd=str(tmp_path), env={}, stdout_cap=1000, stderr_cap=1000, grace_s=1)
+        ripgrep.run(rg_path, ["--regexp=hello"], cwd=str(tmp_path), env={}, limits=ripgrep.Limits(1000, 1000, 1))
     )
     assert out.exit_code == 0 and out.stdout == b"a.txt:hello\n" and not out.stdout_overflow
 
@@ -125,9 +128,7 @@ def test_stdout_cap_stops_rg_early(rg_path: str, slow_corpus: Path) -> None:
             ["-j1", "--regexp=a"],
             cwd=str(slow_corpus),
             env={},
-            stdout_cap=100_000,
-            stderr_cap=1000,
-            grace_s=1,
+            limits=ripgrep.Limits(stdout_cap=100_000, stderr_cap=1000, grace_s=1),
         )
     )
     assert out.stdout_overflow and out.stdout == b""
@@ -170,11 +171,11 @@ def test_frozen_environment_drops_bootloader_state() -> None:
 
 def test_launch_failures(tmp_path: Path) -> None:
     with pytest.raises(ripgrep.LaunchError):
-        run(ripgrep.run("/nonexistent/rg", [], cwd=str(tmp_path), env={}, stdout_cap=1, stderr_cap=1, grace_s=1))
+        run(ripgrep.run("/nonexistent/rg", [], cwd=str(tmp_path), env={}, limits=ripgrep.Limits(1, 1, 1)))
     with pytest.raises(ripgrep.LaunchError):
-        run(ripgrep.run("/bin/true", [], cwd=str(tmp_path / "no"), env={}, stdout_cap=1, stderr_cap=1, grace_s=1))
+        run(ripgrep.run("/bin/true", [], cwd=str(tmp_path / "no"), env={}, limits=ripgrep.Limits(1, 1, 1)))
     with pytest.raises(ripgrep.LaunchError):
-        run(ripgrep.run("/bin/true", ["a\0b"], cwd=str(tmp_path), env={}, stdout_cap=1, stderr_cap=1, grace_s=1))
+        run(ripgrep.run("/bin/true", ["a\0b"], cwd=str(tmp_path), env={}, limits=ripgrep.Limits(1, 1, 1)))
 
 
 def test_no_rg_left_behind() -> None:

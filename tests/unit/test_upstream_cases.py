@@ -314,11 +314,12 @@ def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch
     result = asyncio.run(grep_mod.grep(app, {"pattern": "needle"}))
     assert result["text"] == "No matches found"
     assert seen["rg_path"] == "/bin/rg" and seen["args"] == ["--json", "--regexp=needle"]
-    assert seen["stdout_cap"] == 1234 and seen["stderr_cap"] == 4096 and seen["grace_s"] == 5.0
+    limits = seen["limits"]
+    assert limits.stdout_cap == 1234 and limits.stderr_cap == 4096 and limits.grace_s == 5.0
     assert seen["cwd"] == "/sessions/s1"
     app = make_app()
     asyncio.run(search.run_rg(app, "grep", ["x"], search.Where("/w", None), lambda _: False))
-    assert seen["stderr_cap"] == 65536 and seen["grace_s"] == 3.0
+    assert seen["limits"].stderr_cap == 65536 and seen["limits"].grace_s == 3.0
 
 
 def test_t35_t36_launch_failures_are_could_not_start(tmp_path: Path) -> None:

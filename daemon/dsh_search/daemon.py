@@ -15,7 +15,7 @@ from jsonrpcserver.request import Request
 from jsonrpcserver.response import to_serializable_one
 from jsonrpcserver.sentinels import NOID
 
-from . import __version__, glob, grep, lifecycle, mcp, rpc, spill_methods, terminal, texts
+from . import __version__, glob, grep, lifecycle, mcp, memory, rpc, spill_methods, terminal, texts
 from .app import App
 from .config import Config
 from .errors import SEARCH_ABORTED, ToolError
@@ -109,6 +109,7 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> 
         on_exit=app.groups.kill_all,
     )
     app.control = server
+    server.requests.on_idle = memory.ALLOCATOR.on_idle
     # Retention also runs at start, off the main thread so the first request is not delayed.
     threading.Thread(target=_retain, args=(app.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(server.serve())

@@ -5,7 +5,9 @@ starts an LSP header (`Content-Length: N\\r\\n\\r\\n` then N bytes), anything el
 JSON (one message per line, blank lines ignored, a trailing CR dropped). A message larger than
 `max_message_bytes` becomes an `Oversized` event and is skipped without being buffered: NDJSON up to
 the next newline, LSP by its declared length. Malformed LSP headers become `BadFrame` events and the
-decoder resynchronises at the next `Content-Length` header. Nothing here raises on hostile input.
+decoder resynchronises at the next `Content-Length` header, wherever it starts (so the leftover of a
+body whose declared length was too short costs one error, never the next intact frame). Nothing here
+raises on hostile input.
 """
 
 from __future__ import annotations
@@ -178,7 +180,9 @@ class Decoder:
             problem = "missing Content-Length header"
         if problem is not None or length is None:
             events.append(BadFrame(problem or "missing Content-Length header"))
-            self._resync(end + len(_HEADER_END))
+            # The next frame's header may sit inside this block (after the leftover of a body whose
+            # Content-Length was too short, say): look for it from the second byte on.
+            self._resync(1)
             return True
         del buf[: end + len(_HEADER_END)]
         if length > self._max:

@@ -75,6 +75,7 @@ class RequestTable:
         self._idle = asyncio.Event()
         self._idle.set()
         self.on_exit: Callable[[], None] = lambda: None  # the `exit` notification
+        self.on_idle: Callable[[], None] = lambda: None  # every call taken in has been answered
 
     # -- intake --------------------------------------------------------------------------------------
 
@@ -141,6 +142,8 @@ class RequestTable:
             entry.batch.answer(entry.index, response)
         elif response is not None:
             self._send(response)
+        if not self._entries:
+            self.on_idle()
 
     def _answer_of(self, entry: _Entry) -> Response | None:
         call, task = entry.call, entry.task

@@ -9,6 +9,7 @@ regular executable file, and answer `--version` as ripgrep before the daemon rea
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ripgrep import child_environment
+from .ripgrep import child_environment, signal_group
 
 
 class SidecarError(Exception):
@@ -54,6 +55,34 @@ def locate(rg_flag: str | None, environ: Mapping[str, str]) -> Path:
     return Path(sysconfig.get_path("scripts")) / name
 
 
+_VERSION_TIMEOUT_S = 10
+
+
+def _run_version(path: Path, environ: Mapping[str, str]) -> tuple[int, bytes]:
+    """`<path> --version` in a session of its own; whatever happens, nothing it started survives.
+
+    A broken or hostile binary may hang, or fork something that outlives it: the whole process group
+    is killed when it times out (before it is reaped, so the group id is still its own), and once more
+    after a normal exit for descendants that let go of stdout."""
+    proc = subprocess.Popen(
+        [str(path), "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=child_environment(environ, frozen=is_frozen()),
+        start_new_session=True,
+    )
+    try:
+        stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        signal_group(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    finally:
+        signal_group(proc.pid, signal.SIGKILL)  # a no-op once the group is empty
+    return proc.returncode, stdout
+
+
 def verify(path: Path, environ: Mapping[str, str]) -> Ripgrep:
     where = f"ripgrep sidecar {path}"
     try:
@@ -67,20 +96,13 @@ def verify(path: Path, environ: Mapping[str, str]) -> Ripgrep:
     if not os.access(path, os.X_OK):
         raise SidecarError(f"dsh-search: {where} is not executable")
     try:
-        done = subprocess.run(
-            [str(path), "--version"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-            env=child_environment(environ, frozen=is_frozen()),
-            check=False,
-        )
+        code, stdout = _run_version(path, environ)
     except subprocess.TimeoutExpired:
-        raise SidecarError(f"dsh-search: {where} did not answer --version within 10 s") from None
+        raise SidecarError(f"dsh-search: {where} did not answer --version within {_VERSION_TIMEOUT_S} s") from None
     except OSError as exc:
         raise SidecarError(f"dsh-search: {where} could not be run: {exc.strerror or exc}") from None
-    first = done.stdout.decode("utf-8", "replace").partition("\n")[0].strip()
-    if done.returncode != 0 or not first.startswith("ripgrep "):
-        shown = first[:80] or f"exit status {done.returncode}"
+    first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
+    if code != 0 or not first.startswith("ripgrep "):
+        shown = first[:80] or f"exit status {code}"
         raise SidecarError(f"dsh-search: {where} is not ripgrep (--version gave: {shown})")
     return Ripgrep(path=str(path), version=first.split()[1], version_text=first)

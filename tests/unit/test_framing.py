@@ -90,6 +90,18 @@ def test_lsp_bad_headers_resync_at_next_header() -> None:
     assert events == [BadFrame("malformed header line"), Message(b"1")]
 
 
+def test_lsp_too_short_content_length_costs_no_intact_frame() -> None:
+    # The leftover of a body longer than its declared length runs straight into the next header.
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    second, third = b'{"jsonrpc":"2.0","id":2,"method":"ping"}', b'{"jsonrpc":"2.0","id":3,"method":"ping"}'
+    stream = b"Content-Length: 10\r\n\r\n" + body + encode(Framing.LSP, second) + encode(Framing.LSP, third)
+    for chunks in ([stream], [stream[:30], stream[30:70], stream[70:]], [bytes([b]) for b in stream]):
+        events = feed_all(Decoder(1000, Framing.LSP), chunks)
+        messages = [e for e in events if isinstance(e, Message)]
+        assert messages == [Message(body[:10]), Message(second), Message(third)], events
+        assert len([e for e in events if isinstance(e, BadFrame)]) == 1
+
+
 def test_lsp_endless_header_is_bounded() -> None:
     d = Decoder(1000, Framing.LSP)
     events = d.feed(b"Content-Length: 1" + b"1" * 9000)

@@ -20,6 +20,7 @@ from . import mcp, texts
 from .app import App
 from .batches import Batches
 from .errors import invalid_args
+from .jscompat import js_trim
 from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import glob_meta
 from .registry import method
@@ -67,10 +68,10 @@ def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
 
 def validate(params: dict[str, Any]) -> tuple[str, str | None]:
     pattern: str = params["pattern"]
-    if not pattern.strip():
+    if not js_trim(pattern):
         raise invalid_args(texts.PATTERN_EMPTY)
     path: str | None = params.get("path")
-    if path is not None and not path.strip():
+    if path is not None and not js_trim(path):
         raise invalid_args(texts.PATH_EMPTY)
     return pattern, path
 

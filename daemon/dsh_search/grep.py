@@ -20,6 +20,7 @@ from . import mcp, texts
 from .app import App
 from .batches import Batches
 from .errors import SEARCH_FAILED, ToolError, invalid_args
+from .jscompat import js_trim
 from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import grep_meta
 from .registry import method
@@ -54,11 +55,11 @@ def validate(params: dict[str, Any]) -> tuple[str, str | None, str | None]:
     if not pattern:
         raise invalid_args(texts.PATTERN_EMPTY)
     path: str | None = params.get("path")
-    if path is not None and not path.strip():
+    if path is not None and not js_trim(path):
         raise invalid_args(texts.PATH_EMPTY)
     include: str | None = params.get("include")
     if include is not None:
-        if not include.strip():
+        if not js_trim(include):
             raise invalid_args(texts.INCLUDE_EMPTY)
         if include.startswith("!"):
             raise invalid_args(texts.INCLUDE_NEGATED)

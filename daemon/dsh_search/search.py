@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from . import errors, ripgrep, texts
 from .app import App
 from .errors import ToolError
+from .jscompat import js_trim
 from .params import object_schema
 from .paths import confined
 from .spill import SpillRef, SpillStore
@@ -139,7 +140,7 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
     stderr = outcome.stderr.decode("utf-8", "replace")
     if code == 2 and has_results(outcome.stdout):
         return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr))
-    excerpt = stderr.strip()
+    excerpt = js_trim(stderr)
     if outcome.stderr_lossy:
         excerpt += texts.STDERR_TRUNCATED
     if _SYNTAX_REJECTION.search(excerpt):

@@ -1,0 +1,105 @@
+"""Word for word at the edges: behaviour where the upstream tools' JavaScript and a naive Python port part.
+
+Each case was found by differential testing against upstream and is pinned here with upstream's exact
+text. The end-to-end counterparts (real ripgrep, the frozen executable) are in tests/e2e/test_edges.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from dsh_search import glob as glob_mod
+from dsh_search import grep as grep_mod
+from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, ToolError
+from dsh_search.jscompat import JS_WHITESPACE, js_trim
+from dsh_search.search import classify
+from tests.unit.test_upstream_cases import outcome
+
+# --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to ask JavaScript itself")
+def test_js_whitespace_is_what_node_trims() -> None:
+    script = (
+        "const out = [];"
+        "for (let c = 0; c <= 0x10ffff; c++) {"
+        "  if (c >= 0xd800 && c <= 0xdfff) continue;"
+        "  const s = String.fromCodePoint(c);"
+        "  if (('a' + s).trim() === 'a' && (s + 'a').trim() === 'a') out.push(c);"
+        "}"
+        "console.log(JSON.stringify(out));"
+    )
+    done = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(done.stdout) == sorted(ord(c) for c in JS_WHITESPACE)
+
+
+def test_python_and_javascript_whitespace_differ_where_it_matters() -> None:
+    python_only = "\x1c\x1d\x1e\x1f\x85"
+    assert all(not c.strip() for c in python_only)  # str.strip removes them...
+    assert js_trim(python_only) == python_only  # ...JavaScript keeps them
+    assert "\ufeff".strip() == "\ufeff" and js_trim("\ufeff") == ""
+    assert js_trim(" \t\u3000x\u2028\u00a0 ") == "x"
+
+
+_TAIL = b")\n    ^\nerror: unclosed group\n"
+
+
+@pytest.mark.parametrize(
+    ("lead", "shown"),
+    [
+        ("\x1f\x1f\x1f\x1fabc", "\x1f\x1f\x1f\x1fabc"),  # kept: not JavaScript whitespace
+        ("\x85abc", "\x85abc"),  # NEL: kept by JavaScript
+        ("\ufeffabc", "abc"),  # BOM: trimmed by JavaScript
+        ("\u2028abc", "abc"),
+    ],
+)
+def test_stderr_excerpt_is_trimmed_as_javascript_trims(lead: str, shown: str) -> None:
+    # The tail a small stderrMaxBytes keeps of rg's "regex parse error" for the pattern "(" + lead.
+    tail = lead.encode() + _TAIL
+    with pytest.raises(ToolError) as err:
+        classify("grep", outcome(2, tail, lossy=True), 100, lambda _: False)
+    assert err.value.code == SEARCH_FAILED
+    assert err.value.text == (
+        f"Error: grep search failed (exit 2): {shown})\n    ^\nerror: unclosed group [stderr truncated]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("validate", "params", "message"),
+    [
+        (glob_mod.validate, {"pattern": "\ufeff"}, "pattern must be a non-empty string"),
+        (glob_mod.validate, {"pattern": "*", "path": "\u3000\ufeff"}, "path must be a non-empty string when given"),
+        (grep_mod.validate, {"pattern": "x", "path": "\u2029"}, "path must be a non-empty string when given"),
+        (grep_mod.validate, {"pattern": "x", "include": "\ufeff "}, "include must be a non-empty glob when given"),
+    ],
+)
+def test_blank_means_blank_to_javascript(validate: object, params: dict[str, str], message: str) -> None:
+    with pytest.raises(ToolError) as err:
+        validate(params)  # type: ignore[operator]
+    assert (err.value.code, err.value.message) == (INVALID_ARGS, message)
+
+
+@pytest.mark.parametrize("blank_to_python", ["\x1f", "\x1c\x1d", "\x85", " \x1e "])
+def test_not_blank_to_javascript(blank_to_python: str) -> None:
+    assert glob_mod.validate({"pattern": blank_to_python}) == (blank_to_python, None)
+    assert glob_mod.validate({"pattern": "*", "path": blank_to_python}) == ("*", blank_to_python)
+    assert grep_mod.validate({"pattern": "x", "path": blank_to_python, "include": blank_to_python}) == (
+        "x",
+        blank_to_python,
+        blank_to_python,
+    )
+
+
+def test_no_model_facing_strip_left() -> None:
+    """Every trim on a model-facing path goes through js_trim (config and transport code may strip)."""
+    import inspect
+
+    from dsh_search import search
+
+    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.presentation"]):
+        assert ".strip()" not in inspect.getsource(module), module.__name__

@@ -140,12 +140,19 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
     stderr = outcome.stderr.decode("utf-8", "replace")
     if code == 2 and has_results(outcome.stdout):
         return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr))
-    excerpt = js_trim(stderr)
-    if outcome.stderr_lossy:
-        excerpt += texts.STDERR_TRUNCATED
+    excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):
         raise ToolError(errors.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
     raise ToolError(errors.SEARCH_FAILED, texts.search_failed(tool, code, excerpt))
+
+
+def stderr_excerpt(stderr: str, lossy: bool) -> str:
+    """Upstream's excerpt of the retained stderr: trimmed as JavaScript trims, marked when its head was
+    lost. Nothing left after trimming is no excerpt at all, marker included."""
+    excerpt = js_trim(stderr)
+    if excerpt and lossy:
+        excerpt += texts.STDERR_TRUNCATED
+    return excerpt
 
 
 def count_reported_paths(stderr: str) -> int:

@@ -31,3 +31,22 @@ def test_stderr_excerpt_trimmed_as_javascript(
     code, data_code, text = error_of(d.call("grep", {"pattern": f"({lead}abc", "cwd": str(tmp_path)}))
     assert (code, data_code) == (1002, "SEARCH_FAILED")
     assert text == f"Error: grep search failed (exit 2): {shown}abc)\n    ^\nerror: unclosed group [stderr truncated]"
+
+
+# --- an empty excerpt is no excerpt ----------------------------------------------------------------------
+
+
+def test_empty_stderr_tail_has_no_marker(start: MakeDaemon, tmp_path: Path) -> None:
+    # With a 1-byte stderr cap only rg's final newline is kept: trimmed, nothing is left, and upstream
+    # then shows neither ": " nor " [stderr truncated]".
+    d = start("--stderr-max-bytes", "1")
+    assert error_of(d.call("grep", {"pattern": "(", "cwd": str(tmp_path)})) == (
+        1002,
+        "SEARCH_FAILED",
+        "Error: grep search failed (exit 2)",
+    )
+    assert error_of(d.call("glob", {"pattern": "*", "path": "missing", "cwd": str(tmp_path)})) == (
+        1002,
+        "SEARCH_FAILED",
+        "Error: glob search failed (exit 2)",
+    )

@@ -103,3 +103,21 @@ def test_no_model_facing_strip_left() -> None:
 
     for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.presentation"]):
         assert ".strip()" not in inspect.getsource(module), module.__name__
+
+
+# --- an empty excerpt is no excerpt, truncation marker included ---------------------------------------------
+
+
+@pytest.mark.parametrize("tail", [b"\n", b" \n\t", b"\xe2\x80\xa8\n"])  # what a 1-3 byte stderr cap keeps
+def test_empty_excerpt_has_no_marker(tail: bytes) -> None:
+    for tool in ("grep", "glob"):
+        with pytest.raises(ToolError) as err:
+            classify(tool, outcome(2, tail, lossy=True), 100, lambda _: False)
+        assert err.value.code == SEARCH_FAILED
+        assert err.value.text == f"Error: {tool} search failed (exit 2)"
+
+
+def test_marker_only_follows_an_excerpt() -> None:
+    with pytest.raises(ToolError) as err:
+        classify("grep", outcome(2, b"\x1f\n", lossy=True), 100, lambda _: False)
+    assert err.value.text == "Error: grep search failed (exit 2): \x1f [stderr truncated]"

@@ -26,6 +26,7 @@ from .presentation import glob_meta
 from .registry import method
 from .sampling import sample_across_top_level
 from .search import (
+    DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
     RgResult,
@@ -185,7 +186,7 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
     spill = None
     if len(paths) > config.glob_max_results:
         spill = await save_spill(
-            app.spill, params.get("sessionId") or "default", texts.GLOB_SPILL_NAME, "\n".join(paths)
+            app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, "\n".join(paths)
         )
     page = render(
         paths,

@@ -25,6 +25,7 @@ from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import grep_meta
 from .registry import method
 from .search import (
+    DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
     Where,
@@ -219,7 +220,7 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     if len(matches) > config.grep_max_matches:
         full = format_matches(previewed(matches, config.grep_max_line_bytes))
         content = f"{texts.grep_found(len(matches))}\n\n{full}"
-        spill = await save_spill(app.spill, params.get("sessionId") or "default", texts.GREP_SPILL_NAME, content)
+        spill = await save_spill(app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
     page = render(matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
     return {
         "text": page.text + unreadable_suffix(unreadable),

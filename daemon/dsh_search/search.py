@@ -58,6 +58,10 @@ HOST_FIELDS: dict[str, dict[str, Any]] = {
     "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
 }
 
+# The spill session of a call that names none. Only an absent sessionId means it: "" is a session id
+# like any other (its artifacts go to session-<sha256("")[:12]>, as upstream's).
+DEFAULT_SESSION = "default"
+
 
 def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the native method's params schema, the model-facing input schema) of a search tool."""

@@ -5,11 +5,13 @@ purpose, its documented text)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.support import MakeDaemon, error_of
+from tests.trees import many_files
 
 # --- trimming the stderr excerpt as JavaScript trims -------------------------------------------------------
 
@@ -50,3 +52,23 @@ def test_empty_stderr_tail_has_no_marker(start: MakeDaemon, tmp_path: Path) -> N
         "SEARCH_FAILED",
         "Error: glob search failed (exit 2)",
     )
+
+
+# --- sessionId "" --------------------------------------------------------------------------------------------
+
+
+def test_empty_session_id_has_its_own_spill_directory(start: MakeDaemon, tmp_path: Path, spill_root: Path) -> None:
+    # Upstream's layout: <root>/session-<first 12 hex of sha256(sessionId)>/…, and "" is hashed like any id.
+    root = tmp_path / "many"
+    many_files(root, {"a": 3})
+    d = start("--glob-max-results", "1", "--grep-max-matches", "1")
+    empty = spill_root / f"session-{hashlib.sha256(b'').hexdigest()[:12]}"
+    default = spill_root / f"session-{hashlib.sha256(b'default').hexdigest()[:12]}"
+    assert empty.name == "session-e3b0c44298fc"
+    for method, pattern in (("glob", "*"), ("grep", "hit")):
+        spill = d.result(method, {"pattern": pattern, "cwd": str(root), "sessionId": ""})["spill"]
+        assert Path(spill["locator"]).parent == empty
+        call = {"name": method, "arguments": {"pattern": pattern}, "_meta": {"cwd": str(root), "sessionId": ""}}
+        assert Path(d.result("tools/call", call)["structuredContent"]["spill"]["locator"]).parent == empty
+        spill = d.result(method, {"pattern": pattern, "cwd": str(root)})["spill"]  # absent: "default"
+        assert Path(spill["locator"]).parent == default

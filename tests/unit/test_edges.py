@@ -18,7 +18,7 @@ from dsh_search import grep as grep_mod
 from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, ToolError
 from dsh_search.jscompat import JS_WHITESPACE, js_trim
 from dsh_search.search import classify
-from tests.unit.test_upstream_cases import outcome
+from tests.unit.test_upstream_cases import FakeSpill, make_app, outcome, run_glob, run_grep
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
 
@@ -121,3 +121,16 @@ def test_marker_only_follows_an_excerpt() -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(2, b"\x1f\n", lossy=True), 100, lambda _: False)
     assert err.value.text == "Error: grep search failed (exit 2): \x1f [stderr truncated]"
+
+
+# --- sessionId "" is a session id; only an absent one is "default" ---------------------------------------------
+
+
+@pytest.mark.parametrize(("params", "session"), [({"sessionId": ""}, ""), ({}, "default"), ({"sessionId": "s"}, "s")])
+def test_empty_session_id_is_not_the_default(
+    monkeypatch: pytest.MonkeyPatch, params: dict[str, str], session: str
+) -> None:
+    spill = FakeSpill()
+    run_glob(monkeypatch, make_app(spill, globMaxResults=1), ["a", "b"], **params)
+    run_grep(monkeypatch, make_app(spill, grepMaxMatches=1), [("a", 1, "x"), ("a", 2, "y")], **params)
+    assert [save[0] for save in spill.saves] == [session, session]

@@ -23,7 +23,7 @@ from .app import App
 from .errors import ToolError
 from .jscompat import js_trim
 from .params import object_schema
-from .paths import confined
+from .paths import confined, directory_name, same_directory
 from .spill import SpillRef, SpillStore
 
 log = logging.getLogger("dsh_search.search")
@@ -71,8 +71,9 @@ def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[st
 
 @dataclass(frozen=True)
 class Where:
-    cwd: str  # absolute; rg's cwd and the base of display paths
+    cwd: str  # absolute; rg's cwd and the base of display paths (see paths.directory_name)
     path: str | None  # the search root as the caller wrote it
+    named: str | None = None  # the directory as the host named it, when it must be checked against cwd
 
 
 @dataclass(frozen=True)
@@ -83,14 +84,20 @@ class RgResult:
 
 
 def resolve(app: App, params: dict[str, Any]) -> Where:
-    """The cwd and path of a search, confined to the allowed roots when configured."""
+    """The cwd and path of a search, confined to the allowed roots when configured.
+
+    rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
+    `link -> ../a/b`, that is `w/a`, not the `w/x` a lexical normalisation gives. Display paths are
+    relative to the same directory and confinement looks at its real path, so all three agree.
+    """
     cwd = params.get("cwd")
-    base = app.workdir if cwd is None else os.path.normpath(os.path.join(app.workdir, cwd))
+    named = app.workdir if cwd is None else os.path.join(app.workdir, cwd)
+    base = directory_name(named)
     path = params.get("path")
     roots = app.config.allowed_roots
     if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
         raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path)
+    return Where(cwd=base, path=path, named=named)
 
 
 async def bounded(app: App, tool: str, work: Awaitable[T]) -> T:
@@ -114,6 +121,10 @@ async def run_rg(
     config = app.config
     async with app.search_slots:
         try:
+            if where.named is not None and not same_directory(where.named, where.cwd):
+                # The name leads nowhere the kernel can go (missing, not a directory, a component it may
+                # not search), or it changed under us: rg would not start there either.
+                raise ripgrep.LaunchError(f"{where.named!r} does not lead to the directory {where.cwd!r}")
             outcome = await ripgrep.run(
                 app.rg.path,
                 args,

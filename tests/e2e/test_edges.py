@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import MakeDaemon, error_of
-from tests.trees import many_files
+from tests.e2e.support import MakeDaemon, error_of, text_of, unprivileged_popen, unprivileged_tree
+from tests.trees import many_files, write
 
 # --- trimming the stderr excerpt as JavaScript trims -------------------------------------------------------
 
@@ -72,3 +72,67 @@ def test_empty_session_id_has_its_own_spill_directory(start: MakeDaemon, tmp_pat
         assert Path(d.result("tools/call", call)["structuredContent"]["spill"]["locator"]).parent == empty
         spill = d.result(method, {"pattern": pattern, "cwd": str(root)})["spill"]  # absent: "default"
         assert Path(spill["locator"]).parent == default
+
+
+# --- cwd: rg runs where the kernel finds the named directory -------------------------------------------------
+
+
+def _link_tree(root: Path) -> Path:
+    """w/a/o.txt ("needle a"), w/x/p.txt ("needle x"), the directory w/a/b, the symlink w/x/link -> ../a/b."""
+    w = root / "w"
+    (w / "a" / "b").mkdir(parents=True)
+    (w / "x").mkdir()
+    write(w, "a/o.txt", "needle a\n", 10)
+    write(w, "x/p.txt", "needle x\n", 20)
+    (w / "x" / "link").symlink_to("../a/b")
+    return w
+
+
+def test_cwd_dotdot_after_a_symlink(start: MakeDaemon, tmp_path: Path) -> None:
+    # `cd w/x/link/..` lands in w/a (the kernel follows the link, then goes up); upstream's rg runs there.
+    w = _link_tree(tmp_path)
+    d = start("--workdir", str(tmp_path))
+    cwd = "w/x/link/.."
+    assert text_of(d.call("grep", {"pattern": "needle", "cwd": cwd})) == "Found 1 match\n\no.txt\nLine 1: needle a"
+    assert text_of(d.call("glob", {"pattern": "*", "cwd": cwd})) == "o.txt"
+    # Display paths are relative to the directory rg ran in: relative output as rg printed it, absolute
+    # output inside that directory made relative, outside it kept absolute.
+    assert text_of(d.call("grep", {"pattern": "needle", "path": "../x", "cwd": cwd})) == (
+        "Found 1 match\n\n../x/p.txt\nLine 1: needle x"
+    )
+    assert text_of(d.call("glob", {"pattern": "*", "path": str(w / "a"), "cwd": cwd})) == "o.txt"
+    assert text_of(d.call("glob", {"pattern": "*", "path": str(w / "x"), "cwd": cwd})) == f"{w}/x/p.txt"
+    # An absolute cwd, and the daemon's own --workdir, resolve the same way.
+    assert text_of(d.call("glob", {"pattern": "*", "cwd": f"{w}/x/link/.."})) == "o.txt"
+    d2 = start("--workdir", f"{w}/x/link/..")
+    assert text_of(d2.call("glob", {"pattern": "*"})) == "o.txt"
+
+
+def test_cwd_confinement_agrees_with_the_directory_searched(start: MakeDaemon, tmp_path: Path) -> None:
+    w = _link_tree(tmp_path)
+    allowed_a = start("--workdir", str(tmp_path), "--allowed-root", str(w / "a"))
+    assert text_of(allowed_a.call("glob", {"pattern": "*", "cwd": "w/x/link/.."})) == "o.txt"
+    allowed_x = start("--workdir", str(tmp_path), "--allowed-root", str(w / "x"))
+    assert error_of(allowed_x.call("grep", {"pattern": "needle", "cwd": "w/x/link/.."})) == (
+        -32602,
+        "INVALID_ARGS",
+        "Error: path is outside the allowed roots",
+    )
+
+
+def test_cwd_the_kernel_cannot_enter_could_not_start(start: MakeDaemon) -> None:
+    # Mode 000 directories stop an unprivileged process only; as root the daemon runs as nobody here.
+    with unprivileged_tree() as root:
+        w = _link_tree(root)
+        (w / "a" / "b").chmod(0)  # `..` out of b needs search permission on b
+        d = start("--workdir", str(root), "--spill-dir", str(root / "spill"), **unprivileged_popen())
+        for cwd in ("w/x/link/..", "w/a/b", "w/x/link"):
+            for method in ("glob", "grep"):
+                assert error_of(d.call(method, {"pattern": "needle", "cwd": cwd})) == (
+                    1002,
+                    "SEARCH_FAILED",
+                    f"Error: {method} could not start its search command (ripgrep launch failed)",
+                ), cwd
+        assert (
+            text_of(d.call("grep", {"pattern": "needle", "cwd": "w/x"})) == "Found 1 match\n\np.txt\nLine 1: needle x"
+        )

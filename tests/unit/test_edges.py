@@ -6,18 +6,25 @@ text. The end-to-end counterparts (real ripgrep, the frozen executable) are in t
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dsh_search import glob as glob_mod
 from dsh_search import grep as grep_mod
+from dsh_search import ripgrep
 from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, ToolError
 from dsh_search.jscompat import JS_WHITESPACE, js_trim
-from dsh_search.search import classify
+from dsh_search.paths import same_directory
+from dsh_search.ripgrep import Outcome
+from dsh_search.search import classify, resolve
 from tests.unit.test_upstream_cases import FakeSpill, make_app, outcome, run_glob, run_grep
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
@@ -134,3 +141,77 @@ def test_empty_session_id_is_not_the_default(
     run_glob(monkeypatch, make_app(spill, globMaxResults=1), ["a", "b"], **params)
     run_grep(monkeypatch, make_app(spill, grepMaxMatches=1), [("a", 1, "x"), ("a", 2, "y")], **params)
     assert [save[0] for save in spill.saves] == [session, session]
+
+
+# --- cwd: the directory the kernel finds, not a lexical normalisation -------------------------------------------
+
+
+def _link_tree(root: Path) -> Path:
+    """w/a/o.txt, w/x/p.txt, the directory w/a/b and the symlink w/x/link -> ../a/b."""
+    w = root / "w"
+    (w / "a" / "b").mkdir(parents=True)
+    (w / "x").mkdir()
+    (w / "a" / "o.txt").write_text("needle a\n")
+    (w / "x" / "p.txt").write_text("needle x\n")
+    (w / "x" / "link").symlink_to("../a/b")
+    return w
+
+
+def test_cwd_dotdot_after_a_symlink_is_resolved_by_the_filesystem(tmp_path: Path) -> None:
+    w = _link_tree(tmp_path)
+    app = make_app()
+    app.workdir = str(tmp_path)
+    where = resolve(app, {"cwd": "w/x/link/.."})
+    assert where.cwd == str(w / "a")  # where `cd w/x/link/..` goes; normpath would say w/x
+    assert same_directory(str(tmp_path / "w/x/link/.."), where.cwd)
+    assert resolve(app, {"cwd": str(w / "x" / "link" / ".." / ".")}).cwd == str(w / "a")
+    assert resolve(app, {"cwd": "w/x/link/../b"}).cwd == str(w / "a" / "b")
+    # Without `..` the host's spelling is kept (display paths are relative to it, as upstream's).
+    assert resolve(app, {"cwd": "w/x/link/./"}).cwd == str(w / "x" / "link")
+    assert resolve(app, {"cwd": "w//x/."}).cwd == str(w / "x")
+
+
+def test_confinement_looks_at_the_directory_the_kernel_finds(tmp_path: Path) -> None:
+    w = _link_tree(tmp_path)
+    inside_a = make_app(allowedRoots=[str(w / "a")])
+    inside_a.workdir = str(tmp_path)
+    assert resolve(inside_a, {"cwd": "w/x/link/.."}).cwd == str(w / "a")
+    inside_x = make_app(allowedRoots=[str(w / "x")])
+    inside_x.workdir = str(tmp_path)
+    with pytest.raises(ToolError) as err:
+        resolve(inside_x, {"cwd": "w/x/link/.."})
+    assert (err.value.code, err.value.message) == (INVALID_ARGS, "path is outside the allowed roots")
+
+
+@pytest.mark.parametrize(
+    "cwd",
+    [
+        "w/x/p.txt/..",  # a file is no directory to go up from: ENOTDIR
+        "w/missing/..",  # ENOENT
+        "w/x/p.txt",
+        "w/x/dangling/..",
+    ],
+)
+def test_a_name_the_kernel_cannot_follow_could_not_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cwd: str
+) -> None:
+    _link_tree(tmp_path)
+    (tmp_path / "w" / "x" / "dangling").symlink_to("nowhere")
+    launched: list[str] = []
+
+    async def fake_run(rg_path: str, args: list[str], **kw: Any) -> Outcome:
+        launched.append(kw["cwd"])
+        return outcome(1)
+
+    monkeypatch.setattr(ripgrep, "run", fake_run)
+    app = make_app()
+    app.workdir = str(tmp_path)
+    where = resolve(app, {"cwd": cwd})
+    assert not same_directory(os.path.join(str(tmp_path), cwd), where.cwd)
+    with pytest.raises(ToolError) as err:
+        asyncio.run(grep_mod.grep(app, {"pattern": "needle", "cwd": cwd}))
+    assert (err.value.code, err.value.text) == (
+        SEARCH_FAILED,
+        "Error: grep could not start its search command (ripgrep launch failed)",
+    )
+    assert launched == []  # never a search elsewhere

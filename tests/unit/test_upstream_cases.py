@@ -300,7 +300,7 @@ def test_t27_t28_cwd_resolution() -> None:
     assert resolve(app, {"cwd": "sub"}).cwd == "/sessions/s1/sub"
 
 
-def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from dsh_search import ripgrep, search
 
     seen: dict[str, Any] = {}
@@ -311,11 +311,12 @@ def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(ripgrep, "run", fake_run)
     app = make_app(rawOutputMaxBytes=1234, graceMs=5000, stderrMaxBytes=4096)
+    app.workdir = str(tmp_path)  # rg is launched only in a directory that exists
     result = asyncio.run(grep_mod.grep(app, {"pattern": "needle"}))
     assert result["text"] == "No matches found"
     assert seen["rg_path"] == "/bin/rg" and seen["args"] == ["--json", "--regexp=needle"]
     assert seen["stdout_cap"] == 1234 and seen["stderr_cap"] == 4096 and seen["grace_s"] == 5.0
-    assert seen["cwd"] == "/sessions/s1"
+    assert seen["cwd"] == str(tmp_path)
     app = make_app()
     asyncio.run(search.run_rg(app, "grep", ["x"], search.Where("/w", None), lambda _: False))
     assert seen["stderr_cap"] == 65536 and seen["grace_s"] == 3.0

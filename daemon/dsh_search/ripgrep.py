@@ -51,10 +51,11 @@ class LaunchError(Exception):
 class Outcome:
     exit_code: int | None  # None when killed by a signal
     signal: int | None
-    stdout: bytes  # complete unless stdout_overflow
+    stdout: bytes  # complete unless stdout_overflow or sent to a sink
     stdout_overflow: bool  # stdout passed the cap; rg was terminated
     stderr: bytes  # the tail, at most the stderr cap
     stderr_lossy: bool  # the head of stderr slid out of the cap
+    stdout_bytes: int = 0  # how many bytes rg wrote to stdout (up to the first past the cap)
 
 
 class LiveGroups:
@@ -292,6 +293,7 @@ async def _collect(
         stdout_overflow=reader.overflow,
         stderr=bytes(err_tail),
         stderr_lossy=err_lossy,
+        stdout_bytes=reader.size,
     )
 
 

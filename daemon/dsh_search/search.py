@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from . import errors, ripgrep, texts
 from .app import App
+from .batches import Batches
 from .errors import ToolError
 from .jscompat import js_trim
 from .params import object_schema
@@ -81,6 +82,7 @@ class RgResult:
     stdout: bytes
     no_matches: bool  # exit 1: a successful empty search
     unreadable: int  # exit 2 with results: paths ripgrep reported errors for
+    stdout_bytes: int = 0  # the size of rg's stdout
 
 
 def resolve(app: App, params: dict[str, Any]) -> Where:
@@ -150,15 +152,30 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
     if code is None:
         name = _signal_name(outcome.signal)
         raise ToolError(errors.SEARCH_FAILED, texts.killed_by_signal(tool, name))
+    size = outcome.stdout_bytes
     if code in (0, 1):
-        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0)
+        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0, stdout_bytes=size)
     stderr = outcome.stderr.decode("utf-8", "replace")
     if code == 2 and has_results(outcome.stdout):
-        return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr))
+        return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr), stdout_bytes=size)
     excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):
         raise ToolError(errors.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
     raise ToolError(errors.SEARCH_FAILED, texts.search_failed(tool, code, excerpt))
+
+
+async def check_decoded_size(tool: str, result: RgResult, batches: Batches[Any], cap: int) -> None:
+    """Upstream's second raw-output check, once the stream is complete.
+
+    Upstream decodes rg's stdout as UTF-8 with replacements and fails when the decoded text is over the
+    cap in UTF-8 bytes, although the raw bytes were not: each replaced sequence counts 3 bytes. glob's
+    output has the same size as upstream's (one separator per path; NUL here, newline there), and grep's
+    is the same `--json` stream, so the decoded size is rg's byte count plus the batches' growth.
+    """
+    await batches.finish()
+    size = result.stdout_bytes + batches.decoded_growth()
+    if size > cap:
+        raise ToolError(errors.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_over_cap(tool, size, cap))
 
 
 def stderr_excerpt(stderr: str, lossy: bool) -> str:

@@ -178,6 +178,14 @@ def raw_output_overflow(tool: str, cap: int) -> str:
     )
 
 
+def raw_output_over_cap(tool: str, size: int, cap: int) -> str:
+    """The raw output fit the cap but its decoded text does not (invalid UTF-8 replaced by U+FFFD)."""
+    return (
+        f"{tool} produced {size} bytes of raw output, over the {cap}-byte cap; "
+        "narrow pattern, path, or include and retry"
+    )
+
+
 def malformed_json(tool: str, detail: str) -> str:
     return f"{tool} received malformed ripgrep --json output ({detail})"
 

@@ -136,3 +136,27 @@ def test_cwd_the_kernel_cannot_enter_could_not_start(start: MakeDaemon) -> None:
         assert (
             text_of(d.call("grep", {"pattern": "needle", "cwd": "w/x"})) == "Found 1 match\n\np.txt\nLine 1: needle x"
         )
+
+
+# --- the raw-output cap on the decoded size -------------------------------------------------------------------
+
+
+def test_glob_raw_cap_on_the_decoded_size(start: MakeDaemon, tmp_path: Path) -> None:
+    # rg prints the 8-byte name and its separator (9 bytes); decoded, each 0xff is a 3-byte U+FFFD: 17.
+    root = tmp_path / "bytes"
+    write(root, b"\xff\xff\xff\xff.txt", "x")
+    over = start("--raw-output-max-bytes", "10")
+    assert error_of(over.call("glob", {"pattern": "*", "cwd": str(root)})) == (
+        1003,
+        "SEARCH_RAW_OUTPUT_OVERFLOW",
+        "Error: glob produced 17 bytes of raw output, over the 10-byte cap; narrow pattern, path, or include and retry",
+    )
+    fits = start("--raw-output-max-bytes", "17")
+    assert text_of(fits.call("glob", {"pattern": "*", "cwd": str(root)})) == "\ufffd\ufffd\ufffd\ufffd.txt"
+    raw_over = start("--raw-output-max-bytes", "8")
+    assert error_of(raw_over.call("glob", {"pattern": "*", "cwd": str(root)})) == (
+        1003,
+        "SEARCH_RAW_OUTPUT_OVERFLOW",
+        "Error: glob produced more raw output than the subprocess seam retained within the 8-byte cap; "
+        "narrow pattern, path, or include and retry",
+    )

@@ -20,8 +20,8 @@ import pytest
 from dsh_search import glob as glob_mod
 from dsh_search import grep as grep_mod
 from dsh_search import ripgrep
-from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, ToolError
-from dsh_search.jscompat import JS_WHITESPACE, js_trim
+from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
+from dsh_search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
 from dsh_search.paths import same_directory
 from dsh_search.ripgrep import Outcome
 from dsh_search.search import classify, resolve
@@ -215,3 +215,95 @@ def test_a_name_the_kernel_cannot_follow_could_not_start(
         "Error: grep could not start its search command (ripgrep launch failed)",
     )
     assert launched == []  # never a search elsewhere
+
+
+# --- the raw-output cap, judged on the decoded size as upstream judges it ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "growth"),
+    [
+        (b"plain.txt\0", 0),
+        ("日本語\n".encode(), 0),
+        (b"\xff\xff\xff\xff.txt\0", 8),  # four U+FFFD of 3 bytes each for four bytes
+        (b"\xe6\x97", 1),  # a code point cut short: one U+FFFD for two bytes
+        (b"\xf0\x80\x80", 6),  # not a valid prefix: three replacements
+        (b"\xed\xa0\x80", 6),  # an encoded surrogate: three replacements
+    ],
+)
+def test_utf8_growth(data: bytes, growth: int) -> None:
+    assert utf8_growth(data) == growth
+
+
+def test_batches_add_up_to_the_whole_stream() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dsh_search.batches import Batches
+
+    stream = b"".join(bytes([0xFF] * (i % 5)) + b"\xe6\x97\xa5name\0" for i in range(5000))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batches = Batches(b"\0", lambda blob: blob, pool, growth=utf8_growth, min_bytes=100)
+        for i in range(0, len(stream), 77):  # chunks cut anywhere, even inside a sequence
+            batches.feed(stream[i : i + 77])
+        asyncio.run(batches.finish())
+    assert batches.decoded_growth() == utf8_growth(stream) > 0
+
+
+def _fake_rg(monkeypatch: pytest.MonkeyPatch, stdout: bytes, code: int = 0) -> None:
+    async def fake_run(rg_path: str, args: list[str], **kw: Any) -> Outcome:
+        kw["stdout_sink"](stdout)
+        return Outcome(code, None, b"", False, b"", False, stdout_bytes=len(stdout))
+
+    monkeypatch.setattr(ripgrep, "run", fake_run)
+
+
+def test_glob_raw_cap_counts_the_decoded_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # One file named b"\xff\xff\xff\xff.txt": 9 raw bytes (with its separator), 17 once decoded.
+    _fake_rg(monkeypatch, b"\xff\xff\xff\xff.txt\0")
+    app = make_app(rawOutputMaxBytes=10)
+    app.workdir = str(tmp_path)
+    with pytest.raises(ToolError) as err:
+        asyncio.run(glob_mod.glob(app, {"pattern": "*"}))
+    assert (err.value.code, err.value.text) == (
+        SEARCH_RAW_OUTPUT_OVERFLOW,
+        "Error: glob produced 17 bytes of raw output, over the 10-byte cap; narrow pattern, path, or include and retry",
+    )
+    app = make_app(rawOutputMaxBytes=17)  # exactly the cap is fine
+    app.workdir = str(tmp_path)
+    (tmp_path / os.fsdecode(b"\xff\xff\xff\xff.txt")).write_text("")
+    assert asyncio.run(glob_mod.glob(app, {"pattern": "*"}))["text"] == "\ufffd\ufffd\ufffd\ufffd.txt"
+
+
+def test_grep_raw_cap_counts_the_decoded_bytes_before_parsing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # ripgrep's --json is valid UTF-8, so this cannot happen with it; were it not, upstream would judge
+    # the decoded size before parsing, and so do we.
+    record = b'{"type":"match","data":{"path":{"text":"a"},"line_number":1,"lines":{"text":"\xff\xff"}}}\n'
+    _fake_rg(monkeypatch, record)
+    app = make_app(rawOutputMaxBytes=len(record) + 3)
+    app.workdir = str(tmp_path)
+    with pytest.raises(ToolError) as err:
+        asyncio.run(grep_mod.grep(app, {"pattern": "x"}))
+    assert (err.value.code, err.value.message) == (
+        SEARCH_RAW_OUTPUT_OVERFLOW,
+        f"grep produced {len(record) + 4} bytes of raw output, over the {len(record) + 3}-byte cap; "
+        "narrow pattern, path, or include and retry",
+    )
+
+
+def test_grep_parses_a_line_as_upstream_decodes_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    record = b'{"type":"match","data":{"path":{"text":"a"},"line_number":1,"lines":{"text":"\xff\xff"}}}\n'
+    _fake_rg(monkeypatch, record)
+    app = make_app(rawOutputMaxBytes=len(record) + 4)
+    app.workdir = str(tmp_path)
+    assert asyncio.run(grep_mod.grep(app, {"pattern": "x"}))["text"] == "Found 1 match\n\na\nLine 1: \ufffd\ufffd"
+
+
+def test_a_batch_that_fails_to_parse_still_counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    garbage = b"not json \xff\xff\n"  # upstream checks the decoded size first, then fails to parse
+    for cap, code in ((len(garbage) + 3, SEARCH_RAW_OUTPUT_OVERFLOW), (len(garbage) + 4, SEARCH_FAILED)):
+        _fake_rg(monkeypatch, garbage)
+        app = make_app(rawOutputMaxBytes=cap)
+        app.workdir = str(tmp_path)
+        with pytest.raises(ToolError) as err:
+            asyncio.run(grep_mod.grep(app, {"pattern": "x"}))
+        assert err.value.code == code

@@ -33,11 +33,11 @@ from .search import (
     Where,
     bounded,
     check_decoded_size,
+    problems_suffix,
     resolve,
     run_rg,
     save_spill,
     search_schemas,
-    unreadable_suffix,
 )
 from .spill import SpillRef
 
@@ -204,7 +204,7 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
         spill=spill,
     )
     return {
-        "text": page.text + unreadable_suffix(result.unreadable),
+        "text": page.text + problems_suffix(result),
         "meta": glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes),
         "spill": spill.as_json() if spill else None,
     }

@@ -28,14 +28,15 @@ from .search import (
     DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
+    RgResult,
     Where,
     bounded,
     check_decoded_size,
+    problems_suffix,
     resolve,
     run_rg,
     save_spill,
     search_schemas,
-    unreadable_suffix,
 )
 from .spill import SpillRef
 
@@ -212,19 +213,19 @@ def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, spill
 _PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
 
 
-async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], int]:
+async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], RgResult]:
     cwd = where.cwd
     batches = Batches(b"\n", lambda blob: parse_batch(blob, cwd), _PARSE_POOL, growth=lambda batch: batch.growth)
     argv = build_argv(pattern, where.path, include, app.deny_globs)
     result = await run_rg(app, "grep", argv, where, lambda _: batches.contains(b'"type":"match"'), sink=batches.feed)
     await check_decoded_size("grep", result, batches, app.config.raw_output_max_bytes)
     if result.no_matches:
-        return [], 0
+        return [], result
     matches = [m for part in await batches.results() for m in part.matches]
     if app.deny_globs:
         matches = [m for m in matches if not app.deny_globs.denies(m[0])]
     matches.sort(key=lambda m: (m[0], m[1]))
-    return matches, result.unreadable
+    return matches, result
 
 
 GREP_PARAMS, GREP_INPUT_SCHEMA = search_schemas(
@@ -248,7 +249,7 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     pattern, _path, include = validate(params)
     where = resolve(app, params)
     config = app.config
-    matches, unreadable = await bounded(app, "grep", _search(app, pattern, include, where))
+    matches, result = await bounded(app, "grep", _search(app, pattern, include, where))
     spill = None
     if len(matches) > config.grep_max_matches:
         full = format_matches(previewed(matches, config.grep_max_line_bytes))
@@ -256,7 +257,7 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
         spill = await save_spill(app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
     page = render(matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
     return {
-        "text": page.text + unreadable_suffix(unreadable),
+        "text": page.text + problems_suffix(result),
         "meta": grep_meta(page.shown, page.truncated, len(matches), config.search_meta_max_bytes),
         "spill": spill.as_json() if spill else None,
     }

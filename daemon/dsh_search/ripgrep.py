@@ -56,6 +56,58 @@ class Outcome:
     stderr: bytes  # the tail, at most the stderr cap
     stderr_lossy: bool  # the head of stderr slid out of the cap
     stdout_bytes: int = 0  # how many bytes rg wrote to stdout (up to the first past the cap)
+    reported_paths: int = 0  # `rg: <path>: …` error reports on all of stderr, not only its tail
+    bad_ignore_files: int = 0  # reports of ignore files with rules ripgrep could not parse
+
+
+# How ripgrep reports a rule of an ignore file (.gitignore, .ignore, .rgignore) it cannot parse:
+# `rg: <file>: line <n>: error parsing glob '<rule>': …`, once per file (its further bad rules follow on
+# lines of their own without the `rg: ` prefix). The file was read, and its other rules apply.
+_IGNORE_RULE_ERROR = re.compile(rb"rg: .*: line [0-9]+: error parsing glob ")
+
+
+class StderrTally:
+    """Counts ripgrep's error reports while stderr streams past, before only its tail is kept.
+
+    ripgrep writes one line starting `rg: ` per problem: a path it could not read, or an ignore file with
+    rules it could not parse. Lines are put back together across reads; each is looked at only up to
+    `max_line` bytes, which is all the classification needs.
+    """
+
+    def __init__(self, max_line: int = 1 << 16) -> None:
+        self.paths = 0
+        self.ignore_files = 0
+        self._line = bytearray()
+        self._max_line = max_line
+
+    def feed(self, chunk: bytes) -> None:
+        lines = chunk.split(b"\n")
+        self._extend(lines[0])
+        if len(lines) == 1:
+            return
+        self._count(bytes(self._line))
+        for line in lines[1:-1]:
+            self._count(line[: self._max_line])
+        self._line.clear()
+        self._extend(lines[-1])
+
+    def finish(self) -> None:
+        """The stream ended: count a last line that had no newline."""
+        if self._line:
+            self._count(bytes(self._line))
+            self._line.clear()
+
+    def _extend(self, piece: bytes) -> None:
+        room = self._max_line - len(self._line)
+        if room > 0:
+            self._line += piece[:room]
+
+    def _count(self, line: bytes) -> None:
+        if line.startswith(b"rg: "):
+            if _IGNORE_RULE_ERROR.match(line):
+                self.ignore_files += 1
+            else:
+                self.paths += 1
 
 
 class LiveGroups:
@@ -260,10 +312,12 @@ async def _collect(
     stderr_stream = proc.stderr
     err_tail = bytearray()
     err_lossy = False
+    tally = StderrTally()
 
     async def read_stderr() -> None:
         nonlocal err_lossy
         while chunk := await stderr_stream.read(_READ_CHUNK):
+            tally.feed(chunk)
             err_tail.extend(chunk)
             if len(err_tail) > stderr_cap:
                 del err_tail[: len(err_tail) - stderr_cap]
@@ -286,6 +340,7 @@ async def _collect(
             task.cancel()
     code = proc.returncode
     assert code is not None
+    tally.finish()
     return Outcome(
         exit_code=code if code >= 0 else None,
         signal=-code if code < 0 else None,
@@ -294,6 +349,8 @@ async def _collect(
         stderr=bytes(err_tail),
         stderr_lossy=err_lossy,
         stdout_bytes=reader.size,
+        reported_paths=tally.paths,
+        bad_ignore_files=tally.ignore_files,
     )
 
 

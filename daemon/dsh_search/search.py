@@ -83,6 +83,7 @@ class RgResult:
     no_matches: bool  # exit 1: a successful empty search
     unreadable: int  # exit 2 with results: paths ripgrep reported errors for
     stdout_bytes: int = 0  # the size of rg's stdout
+    bad_ignore_files: int = 0  # exit 2 with results: ignore files with rules ripgrep could not parse
 
 
 def resolve(app: App, params: dict[str, Any]) -> Where:
@@ -157,7 +158,10 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
         return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0, stdout_bytes=size)
     stderr = outcome.stderr.decode("utf-8", "replace")
     if code == 2 and has_results(outcome.stdout):
-        return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr), stdout_bytes=size)
+        unreadable, bad_ignore_files = outcome.reported_paths, outcome.bad_ignore_files
+        if not unreadable and not bad_ignore_files:
+            unreadable = 1  # rg failed without saying on what: at least one path went unsearched
+        return RgResult(outcome.stdout, False, unreadable, size, bad_ignore_files)
     excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):
         raise ToolError(errors.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
@@ -187,11 +191,6 @@ def stderr_excerpt(stderr: str, lossy: bool) -> str:
     return excerpt
 
 
-def count_reported_paths(stderr: str) -> int:
-    """Paths ripgrep reported errors for: one `rg: <path>: …` line each."""
-    return len({line for line in stderr.splitlines() if line.startswith("rg: ")}) or 1
-
-
 def _signal_name(number: int | None) -> str:
     if number is None:
         return "(unknown)"
@@ -210,5 +209,11 @@ async def save_spill(store: SpillStore, session_id: str, name: str, content: str
         return None
 
 
-def unreadable_suffix(count: int) -> str:
-    return "\n\n" + texts.unreadable_paths_note(count) if count else ""
+def problems_suffix(result: RgResult) -> str:
+    """The paragraphs added after the results when ripgrep also reported problems (exit 2)."""
+    notes = []
+    if result.unreadable:
+        notes.append(texts.unreadable_paths_note(result.unreadable))
+    if result.bad_ignore_files:
+        notes.append(texts.bad_ignore_files_note(result.bad_ignore_files))
+    return "".join("\n\n" + note for note in notes)

@@ -160,3 +160,56 @@ def test_glob_raw_cap_on_the_decoded_size(start: MakeDaemon, tmp_path: Path) -> 
         "Error: glob produced more raw output than the subprocess seam retained within the 8-byte cap; "
         "narrow pattern, path, or include and retry",
     )
+
+
+# --- exit 2 with results: the count covers every path ripgrep reported --------------------------------------------
+# Files of mode 000 are unreadable only to an unprivileged process (root reads them anyway): as root, these
+# tests run the daemon, and so ripgrep, as nobody, over a tree nobody can reach.
+
+
+def test_unreadable_count_ignores_the_stderr_cap(start: MakeDaemon) -> None:
+    with unprivileged_tree() as root:
+        tree = root / "t"
+        for name in ("ok.txt", "a.txt", "b.txt"):
+            write(tree, name, "needle\n")
+        for name in ("a.txt", "b.txt"):
+            (tree / name).chmod(0)
+        # 40 bytes hold the end of one of rg's two "Permission denied" lines only.
+        d = start("--stderr-max-bytes", "40", "--spill-dir", str(root / "spill"), **unprivileged_popen())
+        assert text_of(d.call("grep", {"pattern": "needle", "cwd": str(tree)})) == (
+            "Found 1 match\n\nok.txt\nLine 1: needle\n\n(2 paths could not be read)"
+        )
+
+
+def test_unreadable_count_past_the_default_stderr_cap(start: MakeDaemon) -> None:
+    with unprivileged_tree() as root:
+        tree = root / "many"
+        write(tree, "ok.txt", "needle\n")
+        for i in range(1500):  # ~110 KB of reports: more than the 64 KiB the tail keeps
+            write(tree, f"locked-{i:04d}.txt", "needle\n").chmod(0)
+        d = start("--spill-dir", str(root / "spill"), **unprivileged_popen())
+        text = text_of(d.call("grep", {"pattern": "needle", "cwd": str(tree)}))
+        assert text == "Found 1 match\n\nok.txt\nLine 1: needle\n\n(1500 paths could not be read)"
+
+
+def test_bad_rules_in_an_ignore_file_are_not_unreadable_paths(start: MakeDaemon, tmp_path: Path) -> None:
+    # A rule ripgrep cannot parse in an ignore file above cwd: rg exits 2 and says so, although it read
+    # the file and applied its other rules (x.log stays ignored).
+    write(tmp_path, "repo/.ignore", "{a,\n*.log\n")
+    write(tmp_path, "repo/sub/kept.txt", "needle\n")
+    write(tmp_path, "repo/sub/x.log", "needle\n")
+    cwd = str(tmp_path / "repo" / "sub")
+    d = start()
+    assert text_of(d.call("grep", {"pattern": "needle", "cwd": cwd})) == (
+        "Found 1 match\n\nkept.txt\nLine 1: needle\n\n"
+        "(1 ignore file has rules ripgrep could not parse; those rules were not applied)"
+    )
+    # Without results, exit 2 is classified as upstream classifies it: its excerpt names the ignore file.
+    code, data_code, text = error_of(d.call("grep", {"pattern": "absent", "cwd": cwd}))
+    assert (code, data_code) == (1001, "SEARCH_INVALID_PATTERN")
+    assert text == (
+        f"Error: grep pattern rejected by ripgrep: rg: {tmp_path}/repo/.ignore: line 1: error parsing glob '{{a,': "
+        "unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)"
+    )
+    # glob reads no ignore files (--no-ignore).
+    assert text_of(d.call("glob", {"pattern": "*", "cwd": cwd})) == "kept.txt\nx.log"

@@ -23,8 +23,8 @@ from dsh_search import ripgrep
 from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
 from dsh_search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
 from dsh_search.paths import same_directory
-from dsh_search.ripgrep import Outcome
-from dsh_search.search import classify, resolve
+from dsh_search.ripgrep import Outcome, StderrTally
+from dsh_search.search import classify, problems_suffix, resolve
 from tests.unit.test_upstream_cases import FakeSpill, make_app, outcome, run_glob, run_grep
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
@@ -307,3 +307,56 @@ def test_a_batch_that_fails_to_parse_still_counts(monkeypatch: pytest.MonkeyPatc
         with pytest.raises(ToolError) as err:
             asyncio.run(grep_mod.grep(app, {"pattern": "x"}))
         assert err.value.code == code
+
+
+# --- exit 2 with results: every path ripgrep reported, not just those in the stderr tail ------------------------
+
+_DENIED = b"rg: %s: Permission denied (os error 13)\n"
+_BAD_RULES = (
+    b"rg: /w/.ignore: line 1: error parsing glob '{a,': unclosed alternate group; missing '}' (maybe escape '{' "
+    b"with '[{]'?)\n/w/.ignore: line 3: error parsing glob '[': unclosed character class; missing ']'\n"
+)
+
+
+@pytest.mark.parametrize("step", [1, 2, 7, 64, 1 << 20])
+def test_stderr_tally_across_chunks(step: int) -> None:
+    stderr = b"".join(_DENIED % f"dir/f{i}.txt".encode() for i in range(50)) + _BAD_RULES + _DENIED % b"last"
+    tally = StderrTally()
+    for i in range(0, len(stderr), step):
+        tally.feed(stderr[i : i + step])
+    tally.finish()
+    assert (tally.paths, tally.ignore_files) == (51, 1)
+
+
+def test_stderr_tally_counts_a_last_line_without_newline_and_long_lines() -> None:
+    tally = StderrTally(max_line=16)
+    tally.feed(b"rg: " + b"x" * 100 + b": Permission denied\nrg: y: Permission")
+    tally.finish()
+    assert tally.paths == 2
+
+
+def test_unreadable_count_is_independent_of_the_stderr_cap() -> None:
+    # The runner counted 2 reports; a 40-byte stderr cap kept only the end of the last one.
+    tail = b"b.txt: Permission denied (os error 13)\n"
+    out = Outcome(2, None, b"", False, tail, True, reported_paths=2)
+    assert classify("grep", out, 100, lambda _: True).unreadable == 2
+
+
+@pytest.mark.parametrize(
+    ("paths", "ignore_files", "suffix"),
+    [
+        (2, 0, "\n\n(2 paths could not be read)"),
+        (1, 0, "\n\n(1 path could not be read)"),
+        (0, 1, "\n\n(1 ignore file has rules ripgrep could not parse; those rules were not applied)"),
+        (
+            3,
+            2,
+            "\n\n(3 paths could not be read)\n\n"
+            "(2 ignore files have rules ripgrep could not parse; those rules were not applied)",
+        ),
+        (0, 0, "\n\n(1 path could not be read)"),  # exit 2 and nothing recognised: something went unread
+    ],
+)
+def test_exit_2_paragraphs(paths: int, ignore_files: int, suffix: str) -> None:
+    out = Outcome(2, None, b"", False, b"", False, reported_paths=paths, bad_ignore_files=ignore_files)
+    assert problems_suffix(classify("grep", out, 100, lambda _: True)) == suffix

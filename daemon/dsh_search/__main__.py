@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .config import KEYS, ConfigError, build, load_file, parse_flag_value
+from .paths import directory_name, same_directory
 from .sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
 
 EXIT_USAGE = 2
@@ -85,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         config = build(_config_values(args))
     except ConfigError as err:
         _fail(EXIT_USAGE, str(err))
-    workdir = os.path.abspath(args.workdir or os.getcwd())
-    if not os.path.isdir(workdir):
-        _fail(EXIT_USAGE, f"dsh-search: workdir {workdir} is not a directory")
+    # As a search's cwd: the directory the kernel finds under this name (a `..` after a symlink included).
+    named = os.path.join(os.getcwd(), args.workdir) if args.workdir else os.getcwd()
+    workdir = directory_name(named)
+    if not same_directory(named, workdir):
+        _fail(EXIT_USAGE, f"dsh-search: workdir {named} is not a directory")
     if args.check:
         import orjson
 

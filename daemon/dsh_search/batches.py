@@ -12,6 +12,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from .jscompat import utf8_growth
+
 T = TypeVar("T")
 
 
@@ -22,10 +24,13 @@ class Batches(Generic[T]):
         work: Callable[[bytes], T],
         pool: ThreadPoolExecutor,
         *,
+        growth: Callable[[T], int],
         min_bytes: int = 1 << 16,
     ) -> None:
+        assert len(separator) == 1 and separator.isascii()  # see decoded_growth
         self._sep = separator
         self._work = work
+        self._growth = growth
         self._pool = pool
         self._min = min_bytes
         self._buf = bytearray()
@@ -64,10 +69,27 @@ class Batches(Generic[T]):
         """Whether the stream so far holds needle within one record (cheap: a byte search)."""
         return needle in self._buf or any(needle in blob for blob in self._submitted)
 
-    async def results(self) -> list[T]:
-        """Every batch's result, in stream order; a batch that raised re-raises here."""
+    async def finish(self) -> None:
+        """Submit what is buffered and wait until every batch is done (or has raised)."""
         self.flush()
         pending = [asyncio.wrap_future(f) for f in self._futures if not f.done()]
         if pending:
             await asyncio.wait(pending)
+        for waited in pending:
+            waited.exception()  # retrieved: `results` re-raises it from the original future instead
+
+    def decoded_growth(self) -> int:
+        """How many bytes the stream gains when decoded as UTF-8 with replacements (`utf8_growth`), once
+        `finish` has returned. Each batch's work reports its own growth as a by-product of decoding it (so
+        valid UTF-8 costs nothing more); a batch whose work raised is measured here. Batches are cut at an
+        ASCII separator, which ends any invalid sequence, so their sum is the growth of the whole stream."""
+        total = 0
+        for blob, future in zip(self._submitted, self._futures, strict=True):
+            failed = future.exception() is not None
+            total += utf8_growth(blob) if failed else self._growth(future.result())
+        return total
+
+    async def results(self) -> list[T]:
+        """Every batch's result, in stream order; a batch that raised re-raises here."""
+        await self.finish()
         return [f.result() for f in self._futures]

@@ -14,27 +14,30 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import mcp, texts
 from .app import App
 from .batches import Batches
 from .errors import invalid_args
+from .jscompat import js_trim, utf8_growth
 from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import glob_meta
 from .registry import method
 from .sampling import sample_across_top_level
 from .search import (
+    DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
     RgResult,
     Where,
     bounded,
+    check_decoded_size,
+    problems_suffix,
     resolve,
     run_rg,
     save_spill,
     search_schemas,
-    unreadable_suffix,
 )
 from .spill import SpillRef
 
@@ -68,10 +71,10 @@ def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
 
 def validate(params: dict[str, Any]) -> tuple[str, str | None]:
     pattern: str = params["pattern"]
-    if not pattern.strip():
+    if not js_trim(pattern):
         raise invalid_args(texts.PATTERN_EMPTY)
     path: str | None = params.get("path")
-    if path is not None and not path.strip():
+    if path is not None and not js_trim(path):
         raise invalid_args(texts.PATH_EMPTY)
     return pattern, path
 
@@ -80,14 +83,20 @@ def validate(params: dict[str, Any]) -> tuple[str, str | None]:
 _STAT_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glob-stat")
 
 
-def _stat_batch(cwd: str, blob: bytes) -> tuple[list[tuple[int, str]], bool]:
-    """(mtime_ns, path), sorted, for each NUL-separated path of blob that still exists, and whether every
-    name was UTF-8. Paths are decoded once per batch; a non-UTF-8 name is kept with surrogate escapes, which
-    stat understands. A file that vanished since rg listed it is no longer a result."""
+class StatBatch(NamedTuple):
+    stats: list[tuple[int, str]]  # (mtime_ns, path)
+    utf8: bool  # every name was UTF-8
+    growth: int  # bytes the batch gains decoded with U+FFFD replacements (jscompat.utf8_growth)
+
+
+def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
+    """(mtime_ns, path), sorted, for each NUL-separated path of blob that still exists. Paths are decoded
+    once per batch; a non-UTF-8 name is kept with surrogate escapes, which stat understands. A file that
+    vanished since rg listed it is no longer a result (its name still counted towards the output size)."""
     try:
-        text, utf8 = blob.decode("utf-8"), True
+        text, utf8, growth = blob.decode("utf-8"), True, 0
     except UnicodeDecodeError:
-        text, utf8 = blob.decode("utf-8", "surrogateescape"), False
+        text, utf8, growth = blob.decode("utf-8", "surrogateescape"), False, utf8_growth(blob)
     out = []
     fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -101,14 +110,14 @@ def _stat_batch(cwd: str, blob: bytes) -> tuple[list[tuple[int, str]], bool]:
         os.close(fd)
     if utf8:
         out.sort()  # sorted runs make the final sort a cheap merge
-    return out, utf8
+    return StatBatch(out, utf8, growth)
 
 
-async def ordered_paths(batches: Batches[tuple[list[tuple[int, str]], bool]], cwd: str, deny: DenyGlobs) -> list[str]:
+async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyGlobs) -> list[str]:
     """Display paths, oldest first, ties broken by path bytes."""
     keyed: list[tuple[int, str]] = []
     all_utf8 = True
-    for stats, utf8 in await batches.results():
+    for stats, utf8, _growth in await batches.results():
         keyed.extend(stats)
         all_utf8 = all_utf8 and utf8
     if all_utf8:
@@ -151,9 +160,10 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
 
 async def _list(app: App, pattern: str, where: Where, deny: DenyGlobs) -> tuple[list[str], RgResult]:
     cwd = where.cwd
-    batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL)
+    batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth)
     argv = build_argv(pattern, where.path, deny)
     result = await run_rg(app, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
+    await check_decoded_size("glob", result, batches, app.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     return await ordered_paths(batches, cwd, deny), result
@@ -185,7 +195,7 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
     spill = None
     if len(paths) > config.glob_max_results:
         spill = await save_spill(
-            app.spill, params.get("sessionId") or "default", texts.GLOB_SPILL_NAME, "\n".join(paths)
+            app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, "\n".join(paths)
         )
     page = render(
         paths,
@@ -195,7 +205,7 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
         spill=spill,
     )
     return {
-        "text": page.text + unreadable_suffix(result.unreadable),
+        "text": page.text + problems_suffix(result),
         "meta": glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes),
         "spill": spill.as_json() if spill else None,
     }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -20,19 +20,23 @@ from . import mcp, texts
 from .app import App
 from .batches import Batches
 from .errors import SEARCH_FAILED, ToolError, invalid_args
+from .jscompat import js_trim, utf8_growth
 from .paths import DenyGlobs, decode, to_workdir_relative
 from .presentation import grep_meta
 from .registry import method
 from .search import (
+    DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
+    RgResult,
     Where,
     bounded,
+    check_decoded_size,
+    problems_suffix,
     resolve,
     run_rg,
     save_spill,
     search_schemas,
-    unreadable_suffix,
 )
 from .spill import SpillRef
 
@@ -54,11 +58,11 @@ def validate(params: dict[str, Any]) -> tuple[str, str | None, str | None]:
     if not pattern:
         raise invalid_args(texts.PATTERN_EMPTY)
     path: str | None = params.get("path")
-    if path is not None and not path.strip():
+    if path is not None and not js_trim(path):
         raise invalid_args(texts.PATH_EMPTY)
     include: str | None = params.get("include")
     if include is not None:
-        if not include.strip():
+        if not js_trim(include):
             raise invalid_args(texts.INCLUDE_EMPTY)
         if include.startswith("!"):
             raise invalid_args(texts.INCLUDE_NEGATED)
@@ -83,16 +87,47 @@ _OTHER_RECORDS = (b'{"type":"begin",', b'{"type":"end",', b'{"type":"context",',
 
 def parse_matches(stdout: bytes, cwd: str) -> list[Match]:
     """ripgrep --json records → matches, with upstream's strictness about malformed records."""
+    return parse_batch(stdout, cwd).matches
+
+
+def _loads_replacing(raw: bytes) -> Any:
+    """A line orjson refused, parsed as upstream parses it: decoded with U+FFFD replacements first, which
+    only makes a difference when the line is not valid UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        try:
+            return orjson.loads(raw.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            pass
+    raise _malformed("a line is not JSON")
+
+
+class ParsedBatch(NamedTuple):
+    matches: list[Match]
+    growth: int  # bytes the batch gains decoded with U+FFFD replacements (jscompat.utf8_growth)
+
+
+def parse_batch(stdout: bytes, cwd: str) -> ParsedBatch:
+    """parse_matches, and the batch's growth when decoded as upstream decodes it.
+
+    Upstream decodes the whole output with U+FFFD replacements and then parses each line. ripgrep's
+    --json is valid UTF-8 (names and lines that are not go into base64 `bytes` fields), so this is
+    defensive: every line is either ASCII or validated by orjson, and only a line orjson refuses is
+    decoded with replacements (and counted) before it is parsed again.
+    """
     matches: list[Match] = []
+    growth = 0
     for raw in stdout.split(b"\n"):
         if not raw:
             continue
-        if raw.startswith(_OTHER_RECORDS) and raw.endswith(b"}"):
+        if raw.startswith(_OTHER_RECORDS) and raw.endswith(b"}") and raw.isascii():
             continue  # begin/end/context/summary: not needed, and ripgrep writes them whole
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise _malformed("a line is not JSON") from None
+            record = _loads_replacing(raw)
+            growth += utf8_growth(raw)
         if not isinstance(record, dict | list):
             raise _malformed("a record is not an object")
         if not isinstance(record, dict) or record.get("type") != "match":
@@ -123,7 +158,7 @@ def parse_matches(stdout: bytes, cwd: str) -> list[Match]:
         else:
             raise _malformed("a match record has neither line text nor bytes")
         matches.append((to_workdir_relative(path, cwd), int(line_number), line))
-    return matches
+    return ParsedBatch(matches, growth)
 
 
 def preview_line(line: str, max_bytes: int) -> str:
@@ -178,18 +213,19 @@ def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, spill
 _PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
 
 
-async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], int]:
+async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], RgResult]:
     cwd = where.cwd
-    batches = Batches(b"\n", lambda blob: parse_matches(blob, cwd), _PARSE_POOL)
+    batches = Batches(b"\n", lambda blob: parse_batch(blob, cwd), _PARSE_POOL, growth=lambda batch: batch.growth)
     argv = build_argv(pattern, where.path, include, app.deny_globs)
     result = await run_rg(app, "grep", argv, where, lambda _: batches.contains(b'"type":"match"'), sink=batches.feed)
+    await check_decoded_size("grep", result, batches, app.config.raw_output_max_bytes)
     if result.no_matches:
-        return [], 0
-    matches = [m for part in await batches.results() for m in part]
+        return [], result
+    matches = [m for part in await batches.results() for m in part.matches]
     if app.deny_globs:
         matches = [m for m in matches if not app.deny_globs.denies(m[0])]
     matches.sort(key=lambda m: (m[0], m[1]))
-    return matches, result.unreadable
+    return matches, result
 
 
 GREP_PARAMS, GREP_INPUT_SCHEMA = search_schemas(
@@ -213,15 +249,15 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     pattern, _path, include = validate(params)
     where = resolve(app, params)
     config = app.config
-    matches, unreadable = await bounded(app, "grep", _search(app, pattern, include, where))
+    matches, result = await bounded(app, "grep", _search(app, pattern, include, where))
     spill = None
     if len(matches) > config.grep_max_matches:
         full = format_matches(previewed(matches, config.grep_max_line_bytes))
         content = f"{texts.grep_found(len(matches))}\n\n{full}"
-        spill = await save_spill(app.spill, params.get("sessionId") or "default", texts.GREP_SPILL_NAME, content)
+        spill = await save_spill(app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
     page = render(matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
     return {
-        "text": page.text + unreadable_suffix(unreadable),
+        "text": page.text + problems_suffix(result),
         "meta": grep_meta(page.shown, page.truncated, len(matches), config.search_meta_max_bytes),
         "spill": spill.as_json() if spill else None,
     }

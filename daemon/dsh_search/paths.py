@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 
 
@@ -21,6 +22,38 @@ def to_workdir_relative(path: str, workdir: str) -> str:
     if rel == ".." or rel.startswith("../"):
         return path
     return rel
+
+
+def directory_name(named: str) -> str:
+    """A name for the directory the absolute path `named` denotes as the kernel resolves it, spelled as
+    `named` wherever that is safe.
+
+    Without `..`, `named` normalised lexically (`.` and repeated `/` dropped) denotes the same directory,
+    so it is kept: it is the spelling the host used, and display paths are made relative to it as
+    upstream does. A `..` is another matter: the kernel resolves it against where the components before
+    it actually lead, through symlinks, which dropping the component before it does not. The part up to
+    the last `..` is therefore resolved on the filesystem and the rest appended. Whether the kernel can
+    resolve `named` at all is for `same_directory` to say.
+    """
+    parts = named.split("/")
+    if ".." not in parts:
+        return os.path.normpath(named)
+    last = len(parts) - 1 - parts[::-1].index("..")
+    head = os.path.realpath("/".join(parts[: last + 1]) or "/")
+    return os.path.normpath(os.path.join(head, *parts[last + 1 :]))
+
+
+def same_directory(named: str, name: str) -> bool:
+    """Whether the kernel resolves `named` to a directory and `name` to that same directory."""
+    try:
+        named_stat = os.stat(named)
+        name_stat = os.stat(name)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(named_stat.st_mode) and (named_stat.st_dev, named_stat.st_ino) == (
+        name_stat.st_dev,
+        name_stat.st_ino,
+    )
 
 
 def decode(raw: bytes) -> str:

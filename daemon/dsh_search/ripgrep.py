@@ -36,7 +36,7 @@ from dataclasses import dataclass
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 _READ_CHUNK = 1 << 20
 # What ripgrep (a Rust program) prints when an allocation fails, just before it aborts.
-_ALLOCATION_FAILED = re.compile(rb"memory allocation of \d+ bytes failed")
+_ALLOCATION_FAILED = re.compile(rb"memory allocation of [0-9]+ bytes failed")
 
 
 def child_environment(environ: Mapping[str, str], *, frozen: bool) -> dict[str, str]:
@@ -78,7 +78,63 @@ class Outcome:
     stdout_overflow: bool  # stdout passed the cap; rg was terminated
     stderr: bytes  # the tail, at most the stderr cap
     stderr_lossy: bool  # the head of stderr slid out of the cap
+    stdout_bytes: int = 0  # how many bytes rg wrote to stdout (up to the first past the cap)
+    reported_paths: int = 0  # `rg: <path>: …` error reports on all of stderr, not only its tail
+    bad_ignore_files: int = 0  # reports of ignore files with rules ripgrep could not parse
     out_of_memory: bool = False  # rg aborted because an allocation failed under the memory cap
+
+
+# How ripgrep reports a rule of an ignore file (.gitignore, .ignore, .rgignore) it cannot parse:
+# `rg: <file>: line <n>: error parsing glob '<rule>': …`, once per file (its further bad rules follow on
+# lines of their own without the `rg: ` prefix). The file was read, and its other rules apply.
+_IGNORE_RULE_ERROR = re.compile(rb"rg: .*: line [0-9]+: error parsing glob ")
+
+
+class StderrTally:
+    """Counts ripgrep's error reports while stderr streams past, before only its tail is kept.
+
+    ripgrep writes one line starting `rg: ` per problem: a path it could not read, or an ignore file with
+    rules it could not parse. Lines are put back together across reads; each is looked at only up to
+    `max_line` bytes, which is all the classification needs.
+    """
+
+    def __init__(self, max_line: int = 1 << 16) -> None:
+        self.paths = 0
+        self.ignore_files = 0
+        self.allocation_failed = False  # ripgrep ran out of memory (and is about to abort)
+        self._line = bytearray()
+        self._max_line = max_line
+
+    def feed(self, chunk: bytes) -> None:
+        lines = chunk.split(b"\n")
+        self._extend(lines[0])
+        if len(lines) == 1:
+            return
+        self._count(bytes(self._line))
+        for line in lines[1:-1]:
+            self._count(line[: self._max_line])
+        self._line.clear()
+        self._extend(lines[-1])
+
+    def finish(self) -> None:
+        """The stream ended: count a last line that had no newline."""
+        if self._line:
+            self._count(bytes(self._line))
+            self._line.clear()
+
+    def _extend(self, piece: bytes) -> None:
+        room = self._max_line - len(self._line)
+        if room > 0:
+            self._line += piece[:room]
+
+    def _count(self, line: bytes) -> None:
+        if _ALLOCATION_FAILED.match(line):
+            self.allocation_failed = True
+        elif line.startswith(b"rg: "):
+            if _IGNORE_RULE_ERROR.match(line):
+                self.ignore_files += 1
+            else:
+                self.paths += 1
 
 
 @dataclass(frozen=True)
@@ -86,10 +142,11 @@ class _Collected:
     """What the owning thread gathered from the pipes."""
 
     stdout: bytes
+    stdout_bytes: int
     overflow: bool
     stderr: bytes
     stderr_lossy: bool
-    allocation_failed: bool
+    tally: StderrTally
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -190,7 +247,7 @@ class Child:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             code = self._reap()
-        got = collected or _Collected(b"", False, b"", False, False)
+        got = collected or _Collected(b"", 0, False, b"", False, StderrTally())
         outcome = Outcome(
             exit_code=code if code >= 0 else None,
             signal=-code if code < 0 else None,
@@ -198,7 +255,10 @@ class Child:
             stdout_overflow=got.overflow,
             stderr=got.stderr,
             stderr_lossy=got.stderr_lossy,
-            out_of_memory=self._memory_bounded and code == -signal.SIGABRT and got.allocation_failed,
+            stdout_bytes=got.stdout_bytes,
+            reported_paths=got.tally.paths,
+            bad_ignore_files=got.tally.ignore_files,
+            out_of_memory=self._memory_bounded and code == -signal.SIGABRT and got.tally.allocation_failed,
         )
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
             self._loop.call_soon_threadsafe(self._settle, outcome)
@@ -216,7 +276,7 @@ class Child:
         overflow = False
         err_tail = bytearray()
         err_lossy = False
-        alloc_failed = False
+        tally = StderrTally()
         kill_at: float | None = None  # overflow: SIGKILL if still running by then
         exited_at: float | None = None  # the child exited while a pipe is still open
 
@@ -265,8 +325,7 @@ class Child:
                             selector.unregister(self._err_fd)
                             open_pipes -= 1
                             continue
-                        if not alloc_failed and _ALLOCATION_FAILED.search(bytes(err_tail[-64:]) + chunk):
-                            alloc_failed = True
+                        tally.feed(chunk)
                         err_tail += chunk
                         if len(err_tail) > limits.stderr_cap:
                             del err_tail[: len(err_tail) - limits.stderr_cap]
@@ -288,7 +347,8 @@ class Child:
             selector.close()
             if pidfd is not None:
                 os.close(pidfd)
-        return _Collected(b"".join(chunks), overflow, bytes(err_tail), err_lossy, alloc_failed)
+        tally.finish()
+        return _Collected(b"".join(chunks), size, overflow, bytes(err_tail), err_lossy, tally)
 
     def _write_stdin(self, selector: selectors.BaseSelector) -> None:
         fd, data = self._in_fd, self._stdin

@@ -20,9 +20,11 @@ from typing import Any, TypeVar
 
 from . import errors, ripgrep, texts
 from .app import App
+from .batches import Batches
 from .errors import ToolError
+from .jscompat import js_trim
 from .params import object_schema
-from .paths import confined
+from .paths import confined, directory_name, same_directory
 from .spill import SpillRef, SpillStore
 
 log = logging.getLogger("dsh_search.search")
@@ -57,6 +59,10 @@ HOST_FIELDS: dict[str, dict[str, Any]] = {
     "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
 }
 
+# The spill session of a call that names none. Only an absent sessionId means it: "" is a session id
+# like any other (its artifacts go to session-<sha256("")[:12]>, as upstream's).
+DEFAULT_SESSION = "default"
+
 
 def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the native method's params schema, the model-facing input schema) of a search tool."""
@@ -66,8 +72,9 @@ def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[st
 
 @dataclass(frozen=True)
 class Where:
-    cwd: str  # absolute; rg's cwd and the base of display paths
+    cwd: str  # absolute; rg's cwd and the base of display paths (see paths.directory_name)
     path: str | None  # the search root as the caller wrote it
+    named: str | None = None  # the directory as the host named it, when it must be checked against cwd
 
 
 @dataclass(frozen=True)
@@ -75,17 +82,25 @@ class RgResult:
     stdout: bytes
     no_matches: bool  # exit 1: a successful empty search
     unreadable: int  # exit 2 with results: paths ripgrep reported errors for
+    stdout_bytes: int = 0  # the size of rg's stdout
+    bad_ignore_files: int = 0  # exit 2 with results: ignore files with rules ripgrep could not parse
 
 
 def resolve(app: App, params: dict[str, Any]) -> Where:
-    """The cwd and path of a search, confined to the allowed roots when configured."""
+    """The cwd and path of a search, confined to the allowed roots when configured.
+
+    rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
+    `link -> ../a/b`, that is `w/a`, not the `w/x` a lexical normalisation gives. Display paths are
+    relative to the same directory and confinement looks at its real path, so all three agree.
+    """
     cwd = params.get("cwd")
-    base = app.workdir if cwd is None else os.path.normpath(os.path.join(app.workdir, cwd))
+    named = app.workdir if cwd is None else os.path.join(app.workdir, cwd)
+    base = directory_name(named)
     path = params.get("path")
     roots = app.config.allowed_roots
     if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
         raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path)
+    return Where(cwd=base, path=path, named=named)
 
 
 async def bounded(app: App, tool: str, work: Awaitable[T]) -> T:
@@ -109,6 +124,10 @@ async def run_rg(
     config = app.config
     async with app.search_slots:
         try:
+            if where.named is not None and not same_directory(where.named, where.cwd):
+                # The name leads nowhere the kernel can go (missing, not a directory, a component it may
+                # not search), or it changed under us: rg would not start there either.
+                raise ripgrep.LaunchError(f"{where.named!r} does not lead to the directory {where.cwd!r}")
             outcome = await ripgrep.run(
                 app.rg.path,
                 args,
@@ -134,22 +153,42 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
     if code is None:
         name = _signal_name(outcome.signal)
         raise ToolError(errors.SEARCH_FAILED, texts.killed_by_signal(tool, name))
+    size = outcome.stdout_bytes
     if code in (0, 1):
-        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0)
+        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0, stdout_bytes=size)
     stderr = outcome.stderr.decode("utf-8", "replace")
     if code == 2 and has_results(outcome.stdout):
-        return RgResult(outcome.stdout, no_matches=False, unreadable=count_reported_paths(stderr))
-    excerpt = stderr.strip()
-    if outcome.stderr_lossy:
-        excerpt += texts.STDERR_TRUNCATED
+        unreadable, bad_ignore_files = outcome.reported_paths, outcome.bad_ignore_files
+        if not unreadable and not bad_ignore_files:
+            unreadable = 1  # rg failed without saying on what: at least one path went unsearched
+        return RgResult(outcome.stdout, False, unreadable, size, bad_ignore_files)
+    excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):
         raise ToolError(errors.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
     raise ToolError(errors.SEARCH_FAILED, texts.search_failed(tool, code, excerpt))
 
 
-def count_reported_paths(stderr: str) -> int:
-    """Paths ripgrep reported errors for: one `rg: <path>: …` line each."""
-    return len({line for line in stderr.splitlines() if line.startswith("rg: ")}) or 1
+async def check_decoded_size(tool: str, result: RgResult, batches: Batches[Any], cap: int) -> None:
+    """Upstream's second raw-output check, once the stream is complete.
+
+    Upstream decodes rg's stdout as UTF-8 with replacements and fails when the decoded text is over the
+    cap in UTF-8 bytes, although the raw bytes were not: each replaced sequence counts 3 bytes. glob's
+    output has the same size as upstream's (one separator per path; NUL here, newline there), and grep's
+    is the same `--json` stream, so the decoded size is rg's byte count plus the batches' growth.
+    """
+    await batches.finish()
+    size = result.stdout_bytes + batches.decoded_growth()
+    if size > cap:
+        raise ToolError(errors.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_over_cap(tool, size, cap))
+
+
+def stderr_excerpt(stderr: str, lossy: bool) -> str:
+    """Upstream's excerpt of the retained stderr: trimmed as JavaScript trims, marked when its head was
+    lost. Nothing left after trimming is no excerpt at all, marker included."""
+    excerpt = js_trim(stderr)
+    if excerpt and lossy:
+        excerpt += texts.STDERR_TRUNCATED
+    return excerpt
 
 
 def _signal_name(number: int | None) -> str:
@@ -170,5 +209,11 @@ async def save_spill(store: SpillStore, session_id: str, name: str, content: str
         return None
 
 
-def unreadable_suffix(count: int) -> str:
-    return "\n\n" + texts.unreadable_paths_note(count) if count else ""
+def problems_suffix(result: RgResult) -> str:
+    """The paragraphs added after the results when ripgrep also reported problems (exit 2)."""
+    notes = []
+    if result.unreadable:
+        notes.append(texts.unreadable_paths_note(result.unreadable))
+    if result.bad_ignore_files:
+        notes.append(texts.bad_ignore_files_note(result.bad_ignore_files))
+    return "".join("\n\n" + note for note in notes)

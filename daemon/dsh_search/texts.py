@@ -122,6 +122,14 @@ def unreadable_paths_note(count: int) -> str:
     return "(1 path could not be read)" if count == 1 else f"({count} paths could not be read)"
 
 
+def bad_ignore_files_note(count: int) -> str:
+    """The paragraph added when ripgrep found results but could not parse rules of some ignore files
+    (.gitignore, .ignore, .rgignore): those files were read, and their other rules were applied."""
+    if count == 1:
+        return "(1 ignore file has rules ripgrep could not parse; those rules were not applied)"
+    return f"({count} ignore files have rules ripgrep could not parse; those rules were not applied)"
+
+
 # --- argument errors ----------------------------------------------------------------------------------
 
 PATTERN_EMPTY = "pattern must be a non-empty string"
@@ -174,6 +182,14 @@ def search_failed(tool: str, exit_code: int, excerpt: str) -> str:
 def raw_output_overflow(tool: str, cap: int) -> str:
     return (
         f"{tool} produced more raw output than the subprocess seam retained within the {cap}-byte cap; "
+        "narrow pattern, path, or include and retry"
+    )
+
+
+def raw_output_over_cap(tool: str, size: int, cap: int) -> str:
+    """The raw output fit the cap but its decoded text does not (invalid UTF-8 replaced by U+FFFD)."""
+    return (
+        f"{tool} produced {size} bytes of raw output, over the {cap}-byte cap; "
         "narrow pattern, path, or include and retry"
     )
 

@@ -10,56 +10,17 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import SLOW_PATTERN, write_slow_corpus
-from tests.daemon_client import Daemon, processes_named
-from tests.trees import many_files, rich_tree, upstream_fixture, write
+from tests.daemon_client import processes_named
+from tests.e2e.support import MakeDaemon, error_of, text_of
+from tests.trees import many_files, rich_tree, write
 
 FRAMINGS = ["ndjson", "lsp"]
-MakeDaemon = Callable[..., Daemon]
-
-
-@pytest.fixture
-def spill_root(tmp_path: Path) -> Path:
-    return tmp_path / "spill"
-
-
-@pytest.fixture
-def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
-    started: list[Daemon] = []
-
-    def make(*extra: str, framing: str = "ndjson", sampling: str = "true", **kw: Any) -> Daemon:
-        args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
-        d = Daemon(args, framing=framing, exe=exe, **kw)
-        started.append(d)
-        return d
-
-    yield make
-    for d in started:
-        d.stop()
-    sidecar = f"{exe}-rg"
-    assert not processes_named(sidecar), "an rg process outlived its search"
-
-
-@pytest.fixture
-def fx(tmp_path: Path) -> Path:
-    return upstream_fixture(tmp_path / "fx")
-
-
-def text_of(response: dict[str, Any]) -> str:
-    assert "result" in response, response
-    return str(response["result"]["text"])
-
-
-def error_of(response: dict[str, Any]) -> tuple[int, str, str]:
-    assert "error" in response, response
-    err = response["error"]
-    return err["code"], err.get("data", {}).get("code", ""), err.get("data", {}).get("text", "")
 
 
 # --- upstream integration cases (§8.2) ----------------------------------------------------------------

@@ -70,9 +70,7 @@ async def _start_and(rg_path: str, cwd: Path, action, **kw):  # type: ignore[no-
 
 def test_completes_with_output(rg_path: str, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("hello\nworld\n")
-    out = run(
-        ripgrep.run(rg_path, ["--regexp=hello"], cwd=str(tmp_path), env={}, limits=ripgrep.Limits(1000, 1000, 1))
-    )
+    out = run(ripgrep.run(rg_path, ["--regexp=hello"], cwd=str(tmp_path), env={}, limits=ripgrep.Limits(1000, 1000, 1)))
     assert out.exit_code == 0 and out.stdout == b"a.txt:hello\n" and not out.stdout_overflow
 
 

@@ -52,7 +52,7 @@ from dsh_search.errors import (
 )
 from dsh_search.paths import DenyGlobs, to_workdir_relative
 from dsh_search.presentation import glob_meta, grep_meta, view_from_meta
-from dsh_search.ripgrep import Outcome
+from dsh_search.ripgrep import Outcome, StderrTally
 from dsh_search.sampling import sample_across_top_level
 from dsh_search.search import RgResult, classify
 from dsh_search.sidecar import Ripgrep
@@ -126,14 +126,17 @@ def run_glob(monkeypatch: pytest.MonkeyPatch, app: App, paths: list[str], **para
 def run_grep(
     monkeypatch: pytest.MonkeyPatch, app: App, matches: list[tuple[str, int, str]], **params: Any
 ) -> dict[str, Any]:
-    async def fake_search(*_: Any) -> tuple[list[tuple[str, int, str]], int]:
-        return matches, 0
+    async def fake_search(*_: Any) -> tuple[list[tuple[str, int, str]], RgResult]:
+        return matches, RgResult(b"", no_matches=not matches, unreadable=0)
 
     monkeypatch.setattr(grep_mod, "_search", fake_search)
     return asyncio.run(grep_mod.grep(app, {"pattern": "x", **params}))
 
 
 def outcome(code: int | None, stderr: bytes = b"", *, sig: int | None = None, **kw: Any) -> Outcome:
+    tally = StderrTally()  # what the runner counts while stderr streams past
+    tally.feed(stderr)
+    tally.finish()
     return Outcome(
         exit_code=code,
         signal=sig,
@@ -141,6 +144,8 @@ def outcome(code: int | None, stderr: bytes = b"", *, sig: int | None = None, **
         stdout_overflow=kw.get("overflow", False),
         stderr=stderr,
         stderr_lossy=kw.get("lossy", False),
+        reported_paths=tally.paths,
+        bad_ignore_files=tally.ignore_files,
     )
 
 
@@ -300,7 +305,7 @@ def test_t27_t28_cwd_resolution() -> None:
     assert resolve(app, {"cwd": "sub"}).cwd == "/sessions/s1/sub"
 
 
-def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from dsh_search import ripgrep, search
 
     seen: dict[str, Any] = {}
@@ -311,12 +316,13 @@ def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(ripgrep, "run", fake_run)
     app = make_app(rawOutputMaxBytes=1234, graceMs=5000, stderrMaxBytes=4096)
+    app.workdir = str(tmp_path)  # rg is launched only in a directory that exists
     result = asyncio.run(grep_mod.grep(app, {"pattern": "needle"}))
     assert result["text"] == "No matches found"
     assert seen["rg_path"] == "/bin/rg" and seen["args"] == ["--json", "--regexp=needle"]
     limits = seen["limits"]
     assert limits.stdout_cap == 1234 and limits.stderr_cap == 4096 and limits.grace_s == 5.0
-    assert seen["cwd"] == "/sessions/s1"
+    assert seen["cwd"] == str(tmp_path)
     app = make_app()
     asyncio.run(search.run_rg(app, "grep", ["x"], search.Where("/w", None), lambda _: False))
     assert seen["limits"].stderr_cap == 65536 and seen["limits"].grace_s == 3.0

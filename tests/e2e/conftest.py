@@ -1,0 +1,40 @@
+"""Fixtures of the end-to-end tests: a daemon factory that checks no rg outlives a test, and trees."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.daemon_client import Daemon, processes_named
+from tests.e2e.support import MakeDaemon
+from tests.trees import upstream_fixture
+
+
+@pytest.fixture
+def spill_root(tmp_path: Path) -> Path:
+    return tmp_path / "spill"
+
+
+@pytest.fixture
+def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
+    started: list[Daemon] = []
+
+    def make(*extra: str, framing: str = "ndjson", sampling: str = "true", **kw: Any) -> Daemon:
+        args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
+        d = Daemon(args, framing=framing, exe=exe, **kw)
+        started.append(d)
+        return d
+
+    yield make
+    for d in started:
+        d.stop()
+    sidecar = f"{exe}-rg"
+    assert not processes_named(sidecar), "an rg process outlived its search"
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Path:
+    return upstream_fixture(tmp_path / "fx")

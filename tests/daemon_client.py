@@ -174,6 +174,44 @@ class Daemon:
         self.responses.put(msg)
         return False
 
+    # -- the serving process -------------------------------------------------------------------------
+
+    @property
+    def server_pid(self) -> int:
+        """The process that serves: the onefile launcher's child (it unpacks and runs Python), or the
+        process itself when it is not a onefile launcher."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except OSError:
+                children = []
+            if children:
+                return children[0]
+            if os.path.basename(os.readlink(f"/proc/{self.proc.pid}/exe")).startswith("python"):
+                return self.proc.pid
+            time.sleep(0.01)
+        raise AssertionError("the daemon never started its serving process")
+
+    def open_fds(self) -> list[str]:
+        """What the serving process has open (readlink of each of its descriptors)."""
+        pid = self.server_pid
+        found = []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                continue
+        return found
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.server_pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
     # -- lifetime ------------------------------------------------------------------------------------
 
     def signal(self, sig: int) -> None:

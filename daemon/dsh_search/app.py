@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .config import Config
+from .memory import ALLOCATOR
 from .paths import DenyGlobs
 from .ripgrep import Limits, LiveGroups
 from .scrollback import Terminals
@@ -58,5 +59,11 @@ class App:
     def terminals(self) -> Terminals:
         """Retained scrollback per terminal session (SPEC §8)."""
         if self._terminals is None:
-            self._terminals = Terminals(self.config.scrollback_lines, self.config.scrollback_max_bytes)
+            config = self.config
+            self._terminals = Terminals(
+                config.scrollback_lines,
+                config.scrollback_max_bytes,
+                config.scrollback_total_max_bytes,
+                on_release=ALLOCATOR.release,
+            )
         return self._terminals

@@ -21,7 +21,7 @@ from .app import App
 from .batches import Batches
 from .errors import invalid_args
 from .jscompat import js_trim, utf8_growth
-from .paths import DenyGlobs, decode, to_workdir_relative
+from .paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
 from .presentation import glob_meta
 from .registry import method
 from .sampling import sample_across_top_level
@@ -113,7 +113,7 @@ def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
     return StatBatch(out, utf8, growth)
 
 
-async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyGlobs) -> list[str]:
+async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck | None) -> list[str]:
     """Display paths, oldest first, ties broken by path bytes."""
     keyed: list[tuple[int, str]] = []
     all_utf8 = True
@@ -128,7 +128,7 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyGlobs) 
         paths = [decode(os.fsencode(path)) for _, path in keyed]
     if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
         paths = [to_workdir_relative(p, cwd) for p in paths]
-    if deny:
+    if deny is not None:
         paths = [p for p in paths if not deny.denies(p)]
     return paths
 
@@ -158,15 +158,15 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
     return Page("\n".join(shown) + "\n\n" + footer, shown, True)
 
 
-async def _list(app: App, pattern: str, where: Where, deny: DenyGlobs) -> tuple[list[str], RgResult]:
+async def _list(app: App, pattern: str, where: Where) -> tuple[list[str], RgResult]:
     cwd = where.cwd
     batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth)
-    argv = build_argv(pattern, where.path, deny)
+    argv = build_argv(pattern, where.path, app.deny_globs)
     result = await run_rg(app, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
     await check_decoded_size("glob", result, batches, app.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
-    return await ordered_paths(batches, cwd, deny), result
+    return await ordered_paths(batches, cwd, where.deny), result
 
 
 GLOB_PARAMS, GLOB_INPUT_SCHEMA = search_schemas(
@@ -189,8 +189,7 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
     pattern, path = validate(params)
     where = resolve(app, params)
     config = app.config
-    deny = app.deny_globs
-    paths, result = await bounded(app, "glob", _list(app, pattern, where, deny))
+    paths, result = await bounded(app, "glob", _list(app, pattern, where))
     root = "." if path is None else to_workdir_relative(path, where.cwd)
     spill = None
     if len(paths) > config.glob_max_results:

@@ -222,8 +222,9 @@ async def _search(app: App, pattern: str, include: str | None, where: Where) -> 
     if result.no_matches:
         return [], result
     matches = [m for part in await batches.results() for m in part.matches]
-    if app.deny_globs:
-        matches = [m for m in matches if not app.deny_globs.denies(m[0])]
+    if where.deny is not None:
+        deny = where.deny
+        matches = [m for m in matches if not deny.denies(m[0])]
     matches.sort(key=lambda m: (m[0], m[1]))
     return matches, result
 

@@ -99,7 +99,7 @@ async def tools_call(app: App, params: dict[str, Any]) -> dict[str, Any]:
     spec = REGISTRY[entry.name]
     assert spec.handler is not None
     try:
-        value = await spec.handler(app, check(spec.params_schema, arguments))
+        value = await spec.handler(app, check(spec.params_schema, arguments, wellformed=spec.wellformed))
     except ToolError as err:
         return error_result(err)
     return success_result(value)

@@ -5,13 +5,14 @@ arenas (one per thread that allocated, up to 8 per CPU) instead of returning it 
 resident size creeps up under steady load although no object is leaked (measured: Python's traced
 allocations flat at 15 MB while the RSS grew by 80 MB over 10,000 requests). Two calls bound that:
 capping the arenas at two, and malloc_trim, which hands free pages back. The request table calls
-`Allocator.on_idle` whenever the daemon has answered everything (trimming at most once a second), and
-the scrollback store calls `release` after it drops sessions. On other C libraries (macOS, musl) both
+`on_idle` whenever the daemon has answered everything, and the scrollback store calls `release` after
+it drops sessions; either way the trim runs at most once a second. On other C libraries (macOS, musl) both
 are no-ops: their allocators give memory back on their own or have no such calls.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import time
@@ -25,7 +26,8 @@ class Allocator:
     def __init__(self) -> None:
         self._libc: Any = None  # glibc through ctypes, loaded on first use: ctypes costs ms at start-up
         self._loaded = False
-        self._last_release = 0.0
+        self._last_release = time.monotonic()  # the first trim waits a second: start-up stays lean
+        self._scheduled = False
 
     def _glibc(self) -> Any:
         if not self._loaded:
@@ -40,16 +42,25 @@ class Allocator:
                         self._libc = libc
         return self._libc
 
-    def on_idle(self) -> None:
-        """The daemon has answered everything it was asked: a good moment to tidy up."""
-        self.release(force=False)
+    def release(self) -> None:
+        """Return free heap pages to the system: now, or — when the last time was less than a second
+        ago — once that second is up (a host closing a thousand sessions costs one trim, not 1,000)."""
+        wait = self._last_release + _RELEASE_EVERY_S - time.monotonic()
+        if wait <= 0:
+            self._trim()
+        elif not self._scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._scheduled = True
+            loop.call_later(wait, self._trim)
 
-    def release(self, *, force: bool = True) -> None:
-        """Return free heap pages to the system (at most once a second unless forced)."""
-        now = time.monotonic()
-        if not force and now - self._last_release < _RELEASE_EVERY_S:
-            return
-        self._last_release = now
+    on_idle = release  # the daemon has answered everything it was asked: a good moment to tidy up
+
+    def _trim(self) -> None:
+        self._scheduled = False
+        self._last_release = time.monotonic()
         libc = self._glibc()
         if libc:
             libc.malloc_trim(0)

@@ -30,8 +30,15 @@ def _has_type(kind: str, value: Any) -> bool:
     raise AssertionError(f"unsupported schema type {kind}")
 
 
-def check(schema: dict[str, Any], params: Any) -> dict[str, Any]:
-    """Return params as a dict (integers normalised) or raise INVALID_ARGS."""
+def check(schema: dict[str, Any], params: Any, *, wellformed: bool = True) -> dict[str, Any]:
+    """Return params as a dict (integers normalised) or raise INVALID_ARGS.
+
+    With `wellformed`, a string holding a lone UTF-16 surrogate (JSON allows `"\\ud800"`) has it
+    replaced by U+FFFD, as a JavaScript host encodes such a string for the operating system: every
+    later step (paths, argv, hashing, file names) then sees valid Unicode. Methods that join surrogate
+    halves across calls themselves (scrollback/append) or refuse them with their own message
+    (terminal_search) opt out.
+    """
     if params is None:
         params = {}
     if not isinstance(params, dict):
@@ -49,9 +56,24 @@ def check(schema: dict[str, Any], params: Any) -> dict[str, Any]:
         raise invalid_args(texts.invalid_arguments(violations))
     out = dict(params)
     for name, prop in schema["properties"].items():
-        if prop["type"] == "integer" and name in out:
+        if name not in out:
+            continue
+        if prop["type"] == "integer":
             out[name] = int(out[name])
+        elif prop["type"] == "string" and wellformed:
+            out[name] = wellformed_text(out[name])
     return out
+
+
+def wellformed_text(value: str) -> str:
+    """`value` with each lone surrogate replaced by U+FFFD (pairs, if any, joined)."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return value
 
 
 def object_schema(properties: dict[str, dict[str, Any]], required: list[str]) -> dict[str, Any]:

@@ -153,3 +153,61 @@ class DenyGlobs:
     def rg_args(self) -> list[str]:
         """The same globs for ripgrep, so denied subtrees are not even walked."""
         return [f"--glob=!{g}" for g in self.globs]
+
+    def for_search(self, cwd: str, path: str | None) -> DenyCheck | None:
+        return DenyCheck(self, cwd, path) if self.globs else None
+
+
+class DenyCheck:
+    """The deny globs applied to one search's results, by every name that reaches a file.
+
+    A result is denied when a glob matches the path ripgrep printed (relative to the search's cwd), or
+    the file's real location: relative to the real cwd when it lies inside it, else its absolute path
+    (where a glob without '/' still matches any component). ripgrep follows no symlink while it walks,
+    only the root it is given, so a result's real location is the root's real path plus the rest of
+    the result's path: one `realpath` per search, not per result. That closes `notes.txt -> .env`,
+    a symlinked directory into a denied one, and `sub/../.env`; hard links are outside its reach.
+    """
+
+    def __init__(self, globs: DenyGlobs, cwd: str, path: str | None) -> None:
+        self._globs = globs
+        self._cwd = cwd
+        self._real_cwd = _realpath(cwd)
+        if path is None:
+            self._root: str | None = None
+            self._real_root = self._real_cwd
+        else:
+            self._root = to_workdir_relative(path, cwd)
+            self._real_root = _realpath(os.path.join(cwd, path))
+
+    def root_denied(self) -> bool:
+        """Whether the search root itself is denied (then nothing under it can be shown)."""
+        return self._root is not None and self.denies(self._root)
+
+    def denies(self, display_path: str) -> bool:
+        """`display_path`: a result as shown, i.e. as ripgrep printed it made workdir-relative."""
+        if self._globs.denies(display_path):
+            return True
+        real = self._real_of(display_path)
+        inside = real == self._real_cwd or real.startswith(self._real_cwd.rstrip("/") + "/")
+        return self._globs.denies(real[len(self._real_cwd) :] if inside else real)
+
+    def _real_of(self, display_path: str) -> str:
+        root = self._root
+        if root is None:
+            if not display_path.startswith(("/", "../")) and "/../" not in display_path:
+                return os.path.join(self._real_cwd, display_path)
+        elif display_path == root:
+            return self._real_root
+        else:
+            prefix = root if root.endswith("/") else root + "/"
+            if display_path.startswith(prefix):
+                return os.path.join(self._real_root, display_path[len(prefix) :])
+        return _realpath(os.path.join(self._cwd, display_path))  # a spelling we cannot split: ask
+
+
+def _realpath(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (ValueError, OSError):  # a NUL byte: nothing real has that name
+        return path

@@ -8,6 +8,7 @@ renders the same table as an OpenRPC document, so the description cannot drift f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,9 @@ from jsonrpcserver.result import Result
 
 from . import params as params_mod
 from .errors import ToolError
+from .rpc import INTERNAL_ERROR
+
+log = logging.getLogger("dsh_search.registry")
 
 Handler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
 
@@ -32,6 +36,7 @@ class MethodSpec:
     errors: tuple[tuple[int, str], ...] = ()
     tool: str | None = None  # the tool whose cancellation/abort texts apply
     check_params: bool = True  # False: the handler reads params itself (MCP's open-ended requests)
+    wellformed: bool = True  # lone surrogates in string params become U+FFFD (params.check)
     handler: Handler | None = field(default=None, compare=False)
 
 
@@ -47,6 +52,7 @@ def method(
     errors: tuple[tuple[int, str], ...] = (),
     tool: str | None = None,
     check_params: bool = True,
+    wellformed: bool = True,
 ) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         REGISTRY[name] = MethodSpec(
@@ -57,6 +63,7 @@ def method(
             errors=errors,
             tool=tool,
             check_params=check_params,
+            wellformed=wellformed,
             handler=fn,
         )
         return fn
@@ -69,12 +76,18 @@ def _dispatchable(spec: MethodSpec) -> Callable[..., Awaitable[Result]]:
     assert handler is not None
 
     async def call(app: Any, *args: Any, **kwargs: Any) -> Result:
+        raw: Any = list(args) if args else kwargs
         try:
-            raw: Any = list(args) if args else kwargs
-            checked = params_mod.check(spec.params_schema, raw) if spec.check_params else raw
+            checked = (
+                params_mod.check(spec.params_schema, raw, wellformed=spec.wellformed) if spec.check_params else raw
+            )
             return Success(await handler(app, checked))
         except ToolError as err:
             raise JsonRpcError(err.jsonrpc_code, err.message, err.data()) from None
+        except Exception:
+            # A bug, not an input problem: logged with its traceback, answered without its details.
+            log.exception("internal error in %s", spec.name)
+            raise JsonRpcError(INTERNAL_ERROR, "Internal error") from None
 
     call.__name__ = spec.name
     return call

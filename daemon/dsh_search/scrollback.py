@@ -23,7 +23,9 @@ from __future__ import annotations
 import bisect
 import codecs
 import re
-from collections import deque
+from array import array
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +157,7 @@ class _Decoder:
 # --- the buffer -------------------------------------------------------------------------------------------
 
 _CHUNK = 1 << 16  # retained bytes are stored in pieces of this size, so dropping old output is cheap
+_SESSION_OVERHEAD = 4096  # the objects of an empty session, counted so that many tiny ones are bounded too
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ class Snapshot:
     """The retained text at one moment, as UTF-8, with the positions of its line breaks."""
 
     data: bytes
-    breaks: list[int]  # offsets of b"\n" in data, ascending
+    breaks: array[int]  # offsets of b"\n" in data, ascending
     truncated: bool  # retention has dropped output
 
     @property
@@ -201,7 +204,7 @@ class Scrollback:
         self._chunks_at = 0  # stream position of _chunks[0][0]
         self._start = 0  # first retained byte
         self._end = 0  # one past the last byte
-        self._breaks: list[int] = []  # stream positions of b"\n"; those before _first_break are gone
+        self._breaks = array("q")  # stream positions of b"\n"; those before _first_break are gone
         self._first_break = 0
         self._snapshot: Snapshot | None = None
 
@@ -273,34 +276,113 @@ class Scrollback:
             if pieces and skip:
                 pieces[0] = memoryview(pieces[0])[skip:]
             start = self._start
-            self._snapshot = Snapshot(
-                data=b"".join(pieces),
-                breaks=[p - start for p in self._breaks[self._first_break :]],
-                truncated=self.truncated,
-            )
+            breaks = self._breaks[self._first_break :]
+            if start:
+                breaks = array("q", [p - start for p in breaks])
+            self._snapshot = Snapshot(data=b"".join(pieces), breaks=breaks, truncated=self.truncated)
         return self._snapshot
+
+    @property
+    def memory_bytes(self) -> int:
+        """What this buffer holds in memory, roughly: its chunks, its line index, its cached snapshot."""
+        size = _SESSION_OVERHEAD + sum(len(c) for c in self._chunks) + 8 * len(self._breaks)
+        if self._snapshot is not None:
+            size += len(self._snapshot.data) + 8 * len(self._snapshot.breaks)
+        return size
 
 
 class Terminals:
-    """The scrollback of every open terminal session."""
+    """The scrollback of every open terminal session, within one memory budget across them all.
 
-    def __init__(self, max_lines: int, max_bytes: int) -> None:
+    Each session keeps its own newest lines and bytes (`max_lines`, `max_bytes`); all sessions together
+    keep at most `total_max_bytes` (as `Scrollback.memory_bytes` counts it). Past that, the least
+    recently used sessions — appended to, read or searched longest ago — are evicted whole; the session
+    in use is never evicted by its own append. An evicted session's id is remembered (the newest
+    `_EVICTED_IDS` of them), so that a later read or search can say what happened; an append to it
+    starts a fresh buffer marked truncated. `on_release` runs after sessions were dropped, so that the
+    process can hand the freed memory back to the system.
+    """
+
+    _EVICTED_IDS = 4096
+
+    def __init__(
+        self, max_lines: int, max_bytes: int, total_max_bytes: int, on_release: Callable[[], None] = lambda: None
+    ) -> None:
         self.max_lines = max_lines
         self.max_bytes = max_bytes
-        self._sessions: dict[str, Scrollback] = {}
+        self.total_max_bytes = total_max_bytes
+        self._on_release = on_release
+        self._sessions: OrderedDict[str, Scrollback] = OrderedDict()  # least recently used first
+        self._memory: dict[str, int] = {}
+        self._total = 0
+        self._evicted: OrderedDict[str, None] = OrderedDict()
 
-    def open(self, session_id: str) -> Scrollback:
-        """The session's buffer, created empty on first use."""
+    @property
+    def total_bytes(self) -> int:
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def append_text(self, session_id: str, data: str) -> Scrollback:
+        buffer = self._open(session_id)
+        buffer.append_text(data)
+        self._settle(session_id, buffer)
+        return buffer
+
+    def append_bytes(self, session_id: str, data: bytes) -> Scrollback:
+        buffer = self._open(session_id)
+        buffer.append_bytes(data)
+        self._settle(session_id, buffer)
+        return buffer
+
+    def snapshot(self, session_id: str) -> Snapshot | None:
+        """The session's retained text (None for an unknown session); the session counts as used."""
+        buffer = self._sessions.get(session_id)
+        if buffer is None:
+            return None
+        snap = buffer.snapshot()
+        self._settle(session_id, buffer)
+        return snap
+
+    def was_evicted(self, session_id: str) -> bool:
+        return session_id in self._evicted
+
+    def close(self, session_id: str) -> bool:
+        buffer = self._sessions.pop(session_id, None)
+        self._evicted.pop(session_id, None)
+        if buffer is None:
+            return False
+        self._total -= self._memory.pop(session_id)
+        self._on_release()
+        return True
+
+    def _open(self, session_id: str) -> Scrollback:
         buffer = self._sessions.get(session_id)
         if buffer is None:
             buffer = self._sessions[session_id] = Scrollback(self.max_lines, self.max_bytes)
+            self._memory[session_id] = 0
+            if session_id in self._evicted:
+                del self._evicted[session_id]
+                buffer.truncated = True  # its earlier output was evicted
         return buffer
 
-    def get(self, session_id: str) -> Scrollback | None:
-        return self._sessions.get(session_id)
-
-    def close(self, session_id: str) -> bool:
-        return self._sessions.pop(session_id, None) is not None
+    def _settle(self, session_id: str, buffer: Scrollback) -> None:
+        """Account for the session's new size, mark it most recently used, evict others past the budget."""
+        self._sessions.move_to_end(session_id)
+        size = buffer.memory_bytes
+        self._total += size - self._memory[session_id]
+        self._memory[session_id] = size
+        evicted = False
+        while self._total > self.total_max_bytes and len(self._sessions) > 1:
+            victim, _ = self._sessions.popitem(last=False)
+            self._total -= self._memory.pop(victim)
+            self._evicted[victim] = None
+            if len(self._evicted) > self._EVICTED_IDS:
+                self._evicted.popitem(last=False)
+            evicted = True
+        if evicted:
+            self._on_release()
 
 
 # --- reading and searching ----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from .batches import Batches
 from .errors import ToolError
 from .jscompat import js_trim
 from .params import object_schema
-from .paths import confined, directory_name, same_directory
+from .paths import DenyCheck, confined, directory_name, same_directory
 from .spill import SpillRef, SpillStore
 
 log = logging.getLogger("dsh_search.search")
@@ -75,6 +75,7 @@ class Where:
     cwd: str  # absolute; rg's cwd and the base of display paths (see paths.directory_name)
     path: str | None  # the search root as the caller wrote it
     named: str | None = None  # the directory as the host named it, when it must be checked against cwd
+    deny: DenyCheck | None = None  # denyGlobs for this search's results, when configured
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def resolve(app: App, params: dict[str, Any]) -> Where:
     roots = app.config.allowed_roots
     if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
         raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path, named=named)
+    return Where(cwd=base, path=path, named=named, deny=app.deny_globs.for_search(base, path))
 
 
 async def bounded(app: App, tool: str, work: Awaitable[T]) -> T:
@@ -128,6 +129,10 @@ async def run_rg(
                 # The name leads nowhere the kernel can go (missing, not a directory, a component it may
                 # not search), or it changed under us: rg would not start there either.
                 raise ripgrep.LaunchError(f"{where.named!r} does not lead to the directory {where.cwd!r}")
+            if where.deny is not None and where.deny.root_denied():
+                # A denied file named directly (or through a symlink), or a denied directory: it does
+                # not exist as far as searches go, so rg is not even started on it.
+                return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
             outcome = await ripgrep.run(
                 app.rg.path,
                 args,

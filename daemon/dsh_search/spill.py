@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import logging
 import os
 import re
 import secrets
 import stat
+import threading
+import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +66,19 @@ def session_dir(root: str, session_id: str) -> str:
 
 
 class SpillStore:
-    def __init__(self, root: str, *, max_bytes: int, max_age_s: int, hint: str) -> None:
+    def __init__(
+        self, root: str, *, max_bytes: int, max_age_s: int, hint: str, rescan_every_s: float = 1.0
+    ) -> None:
         self.root = os.path.abspath(root)
         self.max_bytes = max_bytes
         self.max_age_s = max_age_s
         self.hint = hint
+        self._rescan_every_s = rescan_every_s
+        self._lock = threading.Lock()  # saves run on worker threads
+        self._total = 0  # bytes of all artifacts, as of the last scan plus the saves since
+        self._oldest: deque[tuple[float, int, str]] = deque()  # (mtime, size, path), oldest first
+        self._queue_complete = True  # the queue holds every artifact the last scan saw
+        self._scanned_at: float | None = None
 
     # -- writing ---------------------------------------------------------------------------------------
 
@@ -113,6 +125,7 @@ class SpillStore:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+        self._counted(len(data))
         try:
             self.enforce_retention(keep=final)
         except OSError as exc:
@@ -120,6 +133,17 @@ class SpillStore:
         return SpillRef(locator=final, bytes=len(data), retrieval_hint=self.hint)
 
     # -- retention ---------------------------------------------------------------------------------------
+    #
+    # Retention runs after every save, so it must not cost a scan of the whole store each time (a scan per
+    # save made each capped search tens of milliseconds slower once the store held a few thousand
+    # artifacts), nor an index of every artifact in memory (a full 1 GiB store of small artifacts is
+    # hundreds of thousands of them). A scan counts the total size and keeps the oldest artifacts in a
+    # short queue; saves add to the total, and removals are taken from the front of the queue. The store
+    # is scanned again when the queue runs dry while something still has to go, and at least every
+    # `rescan_every_s`, which also picks up what another daemon sharing the root wrote, and what was
+    # deleted or touched behind our back.
+
+    _QUEUE = 1024  # the oldest artifacts a scan keeps at hand for removal
 
     def _artifacts(self) -> list[tuple[float, int, str]]:
         found: list[tuple[float, int, str]] = []
@@ -131,35 +155,57 @@ class SpillStore:
             for session in sessions:
                 if not _SESSION_NAME.match(session.name) or not session.is_dir(follow_symlinks=False):
                     continue
-                with os.scandir(session.path) as entries:
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(session.path) as entries:
                     for entry in entries:
-                        if entry.is_file(follow_symlinks=False):
-                            info = entry.stat(follow_symlinks=False)
-                            found.append((info.st_mtime, info.st_size, entry.path))
+                        if not _ARTIFACT_NAME.match(entry.name):  # a save in progress (.tmp-*), or a stranger
+                            continue
+                        try:
+                            if entry.is_file(follow_symlinks=False):
+                                info = entry.stat(follow_symlinks=False)
+                                found.append((info.st_mtime, info.st_size, entry.path))
+                        except FileNotFoundError:  # removed while we looked
+                            continue
         return found
 
-    def enforce_retention(self, keep: str | None = None, now: float | None = None) -> int:
-        """Remove artifacts older than the age limit, then the oldest until within the size limit."""
-        import time
+    def _rescan(self) -> None:
+        artifacts = self._artifacts()
+        self._total = sum(size for _, size, _ in artifacts)
+        self._oldest = deque(heapq.nsmallest(self._QUEUE, artifacts))
+        self._queue_complete = len(artifacts) <= self._QUEUE
+        self._scanned_at = time.monotonic()
 
+    def _counted(self, size: int) -> None:
+        with self._lock:
+            self._total += size
+
+    def enforce_retention(self, keep: str | None = None, now: float | None = None) -> int:
+        """Remove artifacts older than the age limit, then the oldest until within the size limit.
+        `keep` (the artifact just written) is never removed. Returns how many were removed."""
         now = time.time() if now is None else now
-        artifacts = sorted(self._artifacts())
         removed = 0
-        survivors = []
-        for mtime, size, path in artifacts:
-            if path != keep and now - mtime > self.max_age_s:
-                removed += self._remove(path)
-            else:
-                survivors.append((mtime, size, path))
-        total = sum(size for _, size, _ in survivors)
-        for _mtime, size, path in survivors:
-            if total <= self.max_bytes:
-                break
-            if path == keep:
-                continue
-            if self._remove(path):
-                removed += 1
-                total -= size
+        with self._lock:
+            if self._scanned_at is None or time.monotonic() - self._scanned_at >= self._rescan_every_s:
+                self._rescan()
+            aside = []  # the artifact just written, should the queue hold it: never removed, kept queued
+            while True:
+                oldest = self._oldest
+                while oldest and (oldest[0][2] == keep or not os.path.lexists(oldest[0][2])):
+                    entry = oldest.popleft()  # what vanished behind our back is gone already
+                    if entry[2] == keep:
+                        aside.append(entry)
+                if oldest:
+                    mtime, size, path = oldest[0]
+                    if now - mtime <= self.max_age_s and self._total <= self.max_bytes:
+                        break
+                    oldest.popleft()
+                    self._total -= size
+                    removed += self._remove(path)
+                elif self._queue_complete or self._total <= self.max_bytes:
+                    break
+                else:  # something newer than the queue reached must go: look again
+                    self._rescan()
+                    self._queue_complete = True  # one rescan per call: what it cannot find, nothing can
+            self._oldest.extendleft(reversed(aside))
         return removed
 
     @staticmethod

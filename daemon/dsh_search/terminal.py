@@ -20,7 +20,7 @@ from .app import App
 from .errors import invalid_args
 from .params import object_schema
 from .registry import method
-from .scrollback import Scrollback, Snapshot
+from .scrollback import Snapshot
 
 TOOL = "terminal_search"
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -36,12 +36,14 @@ def _session_id(params: dict[str, Any]) -> str:
     return session_id
 
 
-def _buffer(app: App, params: dict[str, Any]) -> Scrollback:
+def _snapshot(app: App, params: dict[str, Any]) -> Snapshot:
     session_id = _session_id(params)
-    buffer = app.terminals.get(session_id)
-    if buffer is None:
+    snap = app.terminals.snapshot(session_id)
+    if snap is None:
+        if app.terminals.was_evicted(session_id):
+            raise invalid_args(texts.evicted_terminal_session(session_id, app.config.scrollback_total_max_bytes))
         raise invalid_args(texts.unknown_terminal_session(session_id))
-    return buffer
+    return snap
 
 
 def _integer(params: dict[str, Any], name: str, default: int, minimum: int) -> int:
@@ -70,6 +72,7 @@ def _integer(params: dict[str, Any], name: str, default: int, minimum: int) -> i
         {"totalLines": {"type": "integer"}, "truncated": {"type": "boolean"}}, ["totalLines", "truncated"]
     ),
     errors=_INVALID_ARGS,
+    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
 )
 async def append(app: App, params: dict[str, Any]) -> dict[str, Any]:
     session_id = _session_id(params)
@@ -82,11 +85,10 @@ async def append(app: App, params: dict[str, Any]) -> dict[str, Any]:
             raw = binascii.a2b_base64(encoded, strict_mode=True)
         except (binascii.Error, ValueError):
             raise invalid_args(texts.CHUNK_BAD_BASE64) from None
-    buffer = app.terminals.open(session_id)
     if text is not None:
-        buffer.append_text(text)
+        buffer = app.terminals.append_text(session_id, text)
     else:
-        buffer.append_bytes(raw)
+        buffer = app.terminals.append_bytes(session_id, raw)
     return {"totalLines": buffer.total_lines, "truncated": buffer.truncated}
 
 
@@ -115,11 +117,12 @@ async def append(app: App, params: dict[str, Any]) -> dict[str, Any]:
         ["text", "lineBegin", "lineEnd", "totalLines", "truncated"],
     ),
     errors=_INVALID_ARGS,
+    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
 )
 async def read(app: App, params: dict[str, Any]) -> dict[str, Any]:
     offset = _integer(params, "offset", 0, 0)
     count = _integer(params, "count", 500, 1)
-    return scrollback.read_page(_buffer(app, params).snapshot(), offset, count)
+    return scrollback.read_page(_snapshot(app, params), offset, count)
 
 
 # --- scrollback/close -----------------------------------------------------------------------------------
@@ -131,6 +134,7 @@ async def read(app: App, params: dict[str, Any]) -> dict[str, Any]:
     params=object_schema({"sessionId": _SESSION}, ["sessionId"]),
     result=object_schema({"closed": {"type": "boolean"}}, ["closed"]),
     errors=_INVALID_ARGS,
+    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
 )
 async def close(app: App, params: dict[str, Any]) -> dict[str, Any]:
     return {"closed": app.terminals.close(_session_id(params))}
@@ -192,6 +196,7 @@ async def _regex_matches(app: App, snap: Snapshot, pattern: str) -> list[int]:
         ["text", "matches", "matchCount", "totalLines", "truncated"],
     ),
     errors=search.SEARCH_ERRORS,
+    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
     tool=TOOL,
 )
 async def terminal_search(app: App, params: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +204,7 @@ async def terminal_search(app: App, params: dict[str, Any]) -> dict[str, Any]:
     pattern = _pattern(params, regex)
     offset = _integer(params, "offset", 0, 0)
     limit = _integer(params, "limit", 100, 1)
-    snap = _buffer(app, params).snapshot()
+    snap = _snapshot(app, params)
     if snap.total_lines == 0:
         indices: list[int] = []
     elif regex:

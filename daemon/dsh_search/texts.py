@@ -246,6 +246,13 @@ def unknown_terminal_session(session_id: str) -> str:
     return f"unknown terminal session: {session_id}"
 
 
+def evicted_terminal_session(session_id: str, budget: int) -> str:
+    return (
+        f"terminal session {session_id} is no longer retained: its scrollback was evicted, least recently "
+        f"used first, to keep all retained scrollback within {budget} bytes"
+    )
+
+
 # --- scrollback argument errors (terminal_search shows them to the model) ----------------------------------
 
 SESSION_ID_EMPTY = "sessionId must be a non-empty string"

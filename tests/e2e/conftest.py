@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,3 +39,12 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
 @pytest.fixture
 def fx(tmp_path: Path) -> Path:
     return upstream_fixture(tmp_path / "fx")
+
+
+@pytest.fixture
+def lone_exe(exe: Path, tmp_path: Path) -> Path:
+    """A copy of the executable in a directory of its own, without a sidecar."""
+    copy = tmp_path / "bin" / "dsh-search"
+    copy.parent.mkdir()
+    shutil.copy2(exe, copy)
+    return copy

@@ -17,15 +17,6 @@ def run(exe: Path | str, *args: str, stdin: bytes = b"", timeout: float = 20) ->
     return subprocess.run([str(exe), *args], input=stdin, capture_output=True, timeout=timeout, check=False)
 
 
-@pytest.fixture
-def lone_exe(exe: Path, tmp_path: Path) -> Path:
-    """A copy of the executable in a directory of its own, without a sidecar."""
-    copy = tmp_path / "bin" / "dsh-search"
-    copy.parent.mkdir()
-    shutil.copy2(exe, copy)
-    return copy
-
-
 def one_line(stderr: bytes) -> str:
     text = stderr.decode()
     assert text.endswith("\n") and text.count("\n") == 1, text

@@ -470,11 +470,49 @@ def test_paging_visits_every_match_exactly_once(limit: int, bound: int) -> None:
 
 
 def test_terminals_store() -> None:
-    terminals = Terminals(10, 100)
-    assert terminals.get("t1") is None
-    buffer = terminals.open("t1")
-    assert terminals.open("t1") is buffer
-    assert terminals.get("t1") is buffer
+    terminals = Terminals(10, 100, 1 << 20)
+    assert terminals.snapshot("t1") is None
+    buffer = terminals.append_text("t1", "a\nb")
+    assert terminals.append_text("t1", "c") is buffer
+    snap = terminals.snapshot("t1")
+    assert snap is not None and snap.data == b"a\nbc"
     assert terminals.close("t1")
     assert not terminals.close("t1")
-    assert terminals.get("t1") is None
+    assert terminals.snapshot("t1") is None and not terminals.was_evicted("t1")
+    assert terminals.total_bytes == 0 and len(terminals) == 0
+
+
+def test_terminals_budget_evicts_least_recently_used() -> None:
+    released: list[int] = []
+    chunk = "x" * 50_000 + "\n"
+    # Room for about three sessions of ~50 KB (each with its 64 KiB chunk and fixed overhead).
+    terminals = Terminals(10_000, 1 << 20, 3 * 70_000, on_release=lambda: released.append(1))
+    for name in ("a", "b", "c"):
+        terminals.append_text(name, chunk)
+    assert len(terminals) == 3 and not released
+    assert terminals.snapshot("a") is not None  # "a" is now the most recently used; "b" the least
+    terminals.append_text("d", chunk)
+    assert terminals.was_evicted("b") and terminals.snapshot("b") is None
+    assert len(terminals) <= 3 and terminals.total_bytes <= 3 * 70_000 and released
+    # An append to an evicted session starts afresh, marked truncated: its older output is gone.
+    fresh = terminals.append_text("b", "new\n")
+    assert fresh.truncated and not terminals.was_evicted("b")
+
+
+def test_terminals_session_in_use_is_never_evicted_by_its_own_append() -> None:
+    terminals = Terminals(10_000, 1 << 20, 10_000)
+    terminals.append_text("small", "x\n")
+    big = terminals.append_text("big", "y" * 100_000)
+    assert big.total_lines == 1 and terminals.was_evicted("small") and len(terminals) == 1
+
+
+def test_terminals_accounting_matches_the_buffers() -> None:
+    terminals = Terminals(100, 4096, 1 << 30)
+    for i in range(200):
+        terminals.append_text(f"s{i % 7}", f"line {i}\n" * (i % 13))
+        if i % 5 == 0:
+            terminals.snapshot(f"s{i % 7}")
+    for i in range(0, 7, 2):
+        terminals.close(f"s{i}")
+    expected = sum(terminals._sessions[k].memory_bytes for k in terminals._sessions)
+    assert terminals.total_bytes == expected

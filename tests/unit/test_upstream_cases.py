@@ -931,6 +931,7 @@ def store(root: Path, **kw: Any) -> SpillStore:
         max_bytes=kw.get("max_bytes", 1 << 30),
         max_age_s=kw.get("max_age_s", 3600),
         hint=texts.DEFAULT_RETRIEVAL_HINT,
+        rescan_every_s=0,  # see every utime a test makes at once
     )
 
 
@@ -993,6 +994,22 @@ def test_retention_by_age_then_size(tmp_path: Path) -> None:
     big = s.save_text("s", "big.txt", "z" * 20)  # total over 25: the oldest go first, never the new one
     assert os.path.exists(big.locator)
     assert not os.path.exists(refs[1].locator) and not os.path.exists(newest.locator)
+
+
+def test_retention_between_scans_uses_the_queue_of_oldest(tmp_path: Path) -> None:
+    s = SpillStore(str(tmp_path), max_bytes=35, max_age_s=3600, hint="h", rescan_every_s=3600)
+    refs = [s.save_text("s", f"{i}.txt", "x" * 10) for i in range(3)]
+    assert all(os.path.exists(r.locator) for r in refs)
+    fourth = s.save_text("s", "3.txt", "x" * 10)  # 40 bytes > 35: the oldest goes, without a rescan
+    assert not os.path.exists(refs[0].locator) and os.path.exists(fourth.locator)
+    os.unlink(refs[1].locator)  # removed behind the store's back: its index entry is just stale
+    s.save_text("s", "4.txt", "x" * 10)
+    assert os.path.exists(refs[2].locator)
+    # Saves in progress (.tmp-*) are never counted nor removed.
+    tmp = Path(refs[2].locator).parent / ".tmp-0123456789abcdef"
+    tmp.write_text("partial")
+    assert SpillStore(str(tmp_path), max_bytes=1, max_age_s=1, hint="h").enforce_retention(now=time.time() + 10)
+    assert tmp.exists()
 
 
 def test_spill_read_paging(tmp_path: Path) -> None:

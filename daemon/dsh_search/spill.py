@@ -66,9 +66,7 @@ def session_dir(root: str, session_id: str) -> str:
 
 
 class SpillStore:
-    def __init__(
-        self, root: str, *, max_bytes: int, max_age_s: int, hint: str, rescan_every_s: float = 1.0
-    ) -> None:
+    def __init__(self, root: str, *, max_bytes: int, max_age_s: int, hint: str, rescan_every_s: float = 1.0) -> None:
         self.root = os.path.abspath(root)
         self.max_bytes = max_bytes
         self.max_age_s = max_age_s
@@ -125,7 +123,7 @@ class SpillStore:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
-        self._counted(len(data))
+        self._counted(final, len(data))
         try:
             self.enforce_retention(keep=final)
         except OSError as exc:
@@ -174,9 +172,14 @@ class SpillStore:
         self._queue_complete = len(artifacts) <= self._QUEUE
         self._scanned_at = time.monotonic()
 
-    def _counted(self, size: int) -> None:
+    def _counted(self, path: str, size: int) -> None:
         with self._lock:
             self._total += size
+            if self._queue_complete and self._scanned_at is not None:
+                if len(self._oldest) < self._QUEUE:
+                    self._oldest.append((time.time(), size, path))  # the newest: the queue stays complete
+                else:
+                    self._queue_complete = False  # it holds the oldest, as a scan's queue does
 
     def enforce_retention(self, keep: str | None = None, now: float | None = None) -> int:
         """Remove artifacts older than the age limit, then the oldest until within the size limit.
@@ -184,15 +187,18 @@ class SpillStore:
         now = time.time() if now is None else now
         removed = 0
         with self._lock:
-            if self._scanned_at is None or time.monotonic() - self._scanned_at >= self._rescan_every_s:
+            rescanned = self._scanned_at is None or time.monotonic() - self._scanned_at >= self._rescan_every_s
+            if rescanned:
                 self._rescan()
             aside = []  # the artifact just written, should the queue hold it: never removed, kept queued
             while True:
                 oldest = self._oldest
                 while oldest and (oldest[0][2] == keep or not os.path.lexists(oldest[0][2])):
-                    entry = oldest.popleft()  # what vanished behind our back is gone already
+                    entry = oldest.popleft()
                     if entry[2] == keep:
                         aside.append(entry)
+                    else:  # it vanished behind our back: gone already, and no longer counted
+                        self._total -= entry[1]
                 if oldest:
                     mtime, size, path = oldest[0]
                     if now - mtime <= self.max_age_s and self._total <= self.max_bytes:
@@ -200,11 +206,11 @@ class SpillStore:
                     oldest.popleft()
                     self._total -= size
                     removed += self._remove(path)
-                elif self._queue_complete or self._total <= self.max_bytes:
-                    break
+                elif rescanned or self._total <= self.max_bytes:
+                    break  # what one rescan in this call cannot find is not there
                 else:  # something newer than the queue reached must go: look again
                     self._rescan()
-                    self._queue_complete = True  # one rescan per call: what it cannot find, nothing can
+                    rescanned = True
             self._oldest.extendleft(reversed(aside))
         return removed
 

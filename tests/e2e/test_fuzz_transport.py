@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.daemon_client import Daemon, frame
+from tests.e2e.report import record
 
 MAX_MESSAGE = 2048  # the daemon's maxMessageBytes here, so oversized messages are cheap to make
 PAD = MAX_MESSAGE * 3
@@ -43,9 +44,12 @@ METHODS = [
     "",
 ]  # fmt: skip (never exit or shutdown: the daemon must stay up)
 
+# Any code point, lone surrogates included (JSON can carry them; hypothesis leaves them out by default).
+any_char = st.characters(exclude_categories=())
+text = st.text(any_char, max_size=20)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(any_char, max_size=8), inner, max_size=4),
     max_leaves=12,
 )
 params = st.one_of(
@@ -54,13 +58,13 @@ params = st.one_of(
     st.fixed_dictionaries(
         {},
         optional={
-            "pattern": st.text(max_size=12),
-            "path": st.text(max_size=12),
-            "include": st.text(max_size=8),
-            "cwd": st.text(max_size=8),
-            "sessionId": st.text(max_size=6),
-            "locator": st.text(max_size=12),
-            "data": st.text(max_size=30),
+            "pattern": st.text(any_char, max_size=12),
+            "path": st.text(any_char, max_size=12),
+            "include": st.text(any_char, max_size=8),
+            "cwd": st.text(any_char, max_size=8),
+            "sessionId": st.text(any_char, max_size=6),
+            "locator": st.text(any_char, max_size=12),
+            "data": st.text(any_char, max_size=30),
             "regex": st.booleans(),
             "offset": st.integers(-3, 2**60),
             "limit": st.integers(-3, 2**60),
@@ -200,6 +204,9 @@ def fuzz_daemons(exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     for framing, d in daemons.items():
         d.stop()
         messages = parse_stdout(bytes(d.raw_stdout), framing)
+        record(
+            "fuzz", framing=framing, examples=EXAMPLES[framing], stdout_bytes=len(d.raw_stdout), answers=len(messages)
+        )
         assert not [r for r in errors_in(messages) if r["error"]["code"] == -32603]
         assert "Traceback" not in d.stderr
 
@@ -207,7 +214,11 @@ def fuzz_daemons(exe: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 _ping_ids = itertools.count()
 
 
+EXAMPLES = {"ndjson": 0, "lsp": 0}
+
+
 def check_then_ping(d: Daemon, data: bytes, framing: str) -> None:
+    EXAMPLES[framing] += 1
     d.write_raw(data + (b"\n" if framing == "ndjson" else b" " * PAD))
     ping_id = f"fuzz-ping-{next(_ping_ids)}"
     d.send({"jsonrpc": "2.0", "id": ping_id, "method": "ping"})
@@ -216,13 +227,13 @@ def check_then_ping(d: Daemon, data: bytes, framing: str) -> None:
     assert not [r for r in errors_in(messages) if r["error"]["code"] == -32603]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(frames=st.lists(bodies(), min_size=1, max_size=6))
 def test_ndjson_fuzz(fuzz_daemons: dict[str, Daemon], frames: list[bytes]) -> None:
     check_then_ping(fuzz_daemons["ndjson"], b"\n".join(frames), "ndjson")
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(frames=st.lists(lsp_frames(), min_size=1, max_size=6))
 def test_lsp_fuzz(fuzz_daemons: dict[str, Daemon], frames: list[bytes]) -> None:
     check_then_ping(fuzz_daemons["lsp"], b"".join(frames), "lsp")

@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import SLOW_PATTERN
 from tests.daemon_client import Daemon, frame, processes_named
+from tests.e2e.report import record
 from tests.e2e.support import MakeDaemon, error_of, text_of
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -112,6 +113,7 @@ def test_cancelling_at_every_early_instant_leaks_nothing(start: MakeDaemon, tree
     assert all(("result" in a) or a["error"]["code"] == -32800 for a in answers)
     assert d.no_response(0.5)  # nothing answered twice
     time.sleep(0.3)
+    record("storm", framing=framing, greps=len(ids), answered=len(answers), fds=[len(fds_before), len(d.open_fds())])
     assert sorted(d.open_fds()) == fds_before
     assert "result" in d.call("grep", {"pattern": "needle 7$"})
 
@@ -133,6 +135,7 @@ def test_a_low_descriptor_limit_survives_a_cancellation_storm(exe: Path, tree: P
             d.wait_for(rid, timeout=30)
         for _ in range(5):
             assert text_of(d.call("grep", {"pattern": "needle 299$"})).startswith("Found 40 matches")
+        record("fault", fault="RLIMIT_NOFILE=64, then 200 greps cancelled early", outcome="every later grep ran")
     finally:
         d.stop()
 
@@ -172,6 +175,7 @@ def test_no_method_answers_an_internal_error_to_hostile_strings(start: MakeDaemo
             ("tools/call", {"name": bad, "arguments": {}}),
             ("initialize", {"protocolVersion": bad, "clientInfo": {"name": bad}}),
         ]
+    record("hostile", calls=len(calls), strings=len(HOSTILE_STRINGS))
     ids = [d.request(method, params) for method, params in calls]
     for rid, (method, params) in zip(ids, calls, strict=True):
         response = d.wait_for(rid, timeout=30)
@@ -202,6 +206,7 @@ def secret_tree(tmp_path: Path) -> Path:
 def test_denied_file_never_comes_out_through_a_symlink(start: MakeDaemon, secret_tree: Path) -> None:
     d = start("--workdir", str(secret_tree), "--deny-glob", ".env", "--deny-glob", "vault/**")
     assert text_of(d.call("grep", {"pattern": "SECRET", "path": "notes.txt"})) == "No matches found"
+    record("fault", fault="a denied file reached through symlinks and ..", outcome="never shown")
     assert text_of(d.call("glob", {"pattern": "*", "path": "notes.txt"})) == "No files found"
     assert text_of(d.call("grep", {"pattern": "SECRET", "path": "keys"})) == "No matches found"
     assert text_of(d.call("grep", {"pattern": "SECRET", "path": "keys/key.pem"})) == "No matches found"
@@ -235,7 +240,9 @@ def test_rg_buffering_past_its_memory_bound_is_an_overflow_not_a_timeout(start: 
     (root / "huge.txt").write_bytes(b"a\n" * 3_000_000)
     (root / "small.txt").write_bytes(b"a\n")
     d = start("--workdir", str(root), "--timeout-ms", "120000", "--rg-memory-max-bytes", str(128 << 20))
+    started = time.monotonic()
     response = d.call("grep", {"pattern": "a"}, timeout=60)
+    record("rg-memory", bound_mib=128, file_mb=6, answered_s=round(time.monotonic() - started, 2))
     assert error_of(response)[:2] == (1003, "SEARCH_RAW_OUTPUT_OVERFLOW")
     assert error_of(response)[2].startswith("Error: grep produced more raw output than the subprocess seam")
 
@@ -281,6 +288,7 @@ def test_scrollback_budget_evicts_and_closing_returns_memory(start: MakeDaemon) 
     assert sum(d.wait_for(rid)["result"]["closed"] for rid in closed) < 60  # the evicted ones were gone
     time.sleep(1.5)  # the trim after the closes is deferred by up to a second
     after = d.rss_kib()
+    record("scrollback", appended_mib=120, budget_mib=48, rss_kib=[baseline, grown, after])
     assert after - baseline < (grown - baseline) / 4 + (8 << 10), (baseline, grown, after)
 
 
@@ -323,6 +331,9 @@ def test_hung_sidecar_and_its_children_are_killed(lone_exe: Path) -> None:
     while processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not processes_named(marker), "the sidecar's child survived the check"
+    record(
+        "fault", fault="a sidecar that hangs on --version with a child", outcome="exit 3 after 10 s, no process left"
+    )
 
 
 def test_sidecar_children_that_let_go_of_stdout_are_killed(lone_exe: Path) -> None:
@@ -336,3 +347,4 @@ def test_sidecar_children_that_let_go_of_stdout_are_killed(lone_exe: Path) -> No
     while processes_named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not processes_named(marker)
+    record("fault", fault="a sidecar that leaves a child behind", outcome="the child is killed")

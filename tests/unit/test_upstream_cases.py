@@ -1005,6 +1005,11 @@ def test_retention_between_scans_uses_the_queue_of_oldest(tmp_path: Path) -> Non
     os.unlink(refs[1].locator)  # removed behind the store's back: its index entry is just stale
     s.save_text("s", "4.txt", "x" * 10)
     assert os.path.exists(refs[2].locator)
+    # Retention at start on an empty store, then saves past the size limit before any rescan is due.
+    fresh = SpillStore(str(tmp_path / "fresh"), max_bytes=25, max_age_s=3600, hint="h", rescan_every_s=3600)
+    fresh.enforce_retention()
+    saved = [fresh.save_text("s", f"{i}.txt", "x" * 10) for i in range(3)]
+    assert [os.path.exists(r.locator) for r in saved] == [False, True, True]
     # Saves in progress (.tmp-*) are never counted nor removed.
     tmp = Path(refs[2].locator).parent / ".tmp-0123456789abcdef"
     tmp.write_text("partial")

@@ -12,10 +12,10 @@ import os
 import sys
 from typing import Any, NoReturn
 
-from . import __version__
-from .config import KEYS, ConfigError, build, load_file, parse_flag_value
-from .paths import directory_name, same_directory
-from .sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
+from dsh_search import __version__
+from dsh_search.config import KEYS, ConfigError, build, load_file, parse_flag_value
+from dsh_search.search.paths import directory_name, same_directory
+from dsh_search.sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
 
 EXIT_USAGE = 2
 EXIT_SIDECAR = 3
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
 
-    from .daemon import serve
+    from dsh_search.wiring import serve
 
     framing = None if args.framing == "auto" else args.framing
     return serve(config=config, rg=rg, workdir=workdir, framing=framing)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import texts
+from dsh_search import texts
 
 MAX_GRACE_MS = 2_147_483_647
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ripgrep import child_environment, signal_group
+from dsh_search.search.ripgrep import child_environment, signal_group
 
 
 class SidecarError(Exception):

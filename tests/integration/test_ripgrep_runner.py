@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_search import ripgrep
+from dsh_search.search import ripgrep
 from tests.conftest import SLOW_PATTERN
 from tests.daemon_client import processes_named
 

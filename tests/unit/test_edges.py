@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from dsh_search import glob as glob_mod
-from dsh_search import grep as grep_mod
-from dsh_search import ripgrep
-from dsh_search.errors import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
-from dsh_search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
-from dsh_search.paths import same_directory
-from dsh_search.ripgrep import Outcome, StderrTally
-from dsh_search.search import classify, problems_suffix, resolve
+from dsh_search.methods.errors import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
+from dsh_search.search import glob as glob_mod
+from dsh_search.search import grep as grep_mod
+from dsh_search.search import ripgrep
+from dsh_search.search.core import classify, problems_suffix, resolve
+from dsh_search.search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
+from dsh_search.search.paths import same_directory
+from dsh_search.search.ripgrep import Outcome, StderrTally
 from tests.unit.test_upstream_cases import FakeSpill, make_app, outcome, run_glob, run_grep
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
@@ -106,9 +106,9 @@ def test_no_model_facing_strip_left() -> None:
     """Every trim on a model-facing path goes through js_trim (config and transport code may strip)."""
     import inspect
 
-    from dsh_search import search
+    from dsh_search.search import core as search
 
-    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.presentation"]):
+    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.search.presentation"]):
         assert ".strip()" not in inspect.getsource(module), module.__name__
 
 
@@ -238,7 +238,7 @@ def test_utf8_growth(data: bytes, growth: int) -> None:
 def test_batches_add_up_to_the_whole_stream() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from dsh_search.batches import Batches
+    from dsh_search.search.batches import Batches
 
     stream = b"".join(bytes([0xFF] * (i % 5)) + b"\xe6\x97\xa5name\0" for i in range(5000))
     with ThreadPoolExecutor(max_workers=1) as pool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_search.framing import BadFrame, Decoder, Framing, Message, Oversized, encode
+from dsh_search.transport.framing import BadFrame, Decoder, Framing, Message, Oversized, encode
 
 
 def feed_all(decoder: Decoder, chunks: list[bytes]) -> list[object]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_search import rpc
+from dsh_search.transport import jsonrpc as rpc
 from tests.conftest import SHARED
 
 

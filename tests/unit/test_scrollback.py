@@ -9,16 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_search.scrollback import (
+from dsh_search.search.terminal_search import literal_matches, render_search, rg_matches, rg_stdin
+from dsh_search.store.scrollback import (
     Sanitiser,
     Scrollback,
     Snapshot,
     Terminals,
-    literal_matches,
     read_page,
-    render_search,
-    rg_matches,
-    rg_stdin,
 )
 
 BIG = 1 << 40

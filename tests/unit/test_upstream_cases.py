@@ -37,12 +37,11 @@ import orjson
 import pytest
 
 from dsh_search import config as config_mod
-from dsh_search import glob as glob_mod
-from dsh_search import grep as grep_mod
-from dsh_search import lifecycle, mcp, texts
-from dsh_search.app import App
+from dsh_search import texts
 from dsh_search.config import ConfigError
-from dsh_search.errors import (
+from dsh_search.methods import lifecycle, mcp
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import (
     INVALID_ARGS,
     SEARCH_ABORTED,
     SEARCH_FAILED,
@@ -50,13 +49,17 @@ from dsh_search.errors import (
     SEARCH_RAW_OUTPUT_OVERFLOW,
     ToolError,
 )
-from dsh_search.paths import DenyGlobs, to_workdir_relative
-from dsh_search.presentation import glob_meta, grep_meta, view_from_meta
-from dsh_search.ripgrep import Outcome, StderrTally
-from dsh_search.sampling import sample_across_top_level
-from dsh_search.search import RgResult, classify
+from dsh_search.methods.registry import MethodTable
+from dsh_search.search import glob as glob_mod
+from dsh_search.search import grep as grep_mod
+from dsh_search.search.core import RgResult, classify
+from dsh_search.search.paths import DenyGlobs, to_workdir_relative
+from dsh_search.search.presentation import glob_meta, grep_meta, view_from_meta
+from dsh_search.search.ripgrep import Outcome, StderrTally
+from dsh_search.search.sampling import sample_across_top_level
 from dsh_search.sidecar import Ripgrep
-from dsh_search.spill import SpillRef, SpillStore, encode_segment, session_dir
+from dsh_search.store.spill import SpillRef, SpillStore, encode_segment, session_dir
+from dsh_search.wiring import METHODS
 
 VCS = [
     "--glob=!**/.git",
@@ -101,10 +104,10 @@ class FakeSpill:
         return SpillRef(f"/spill/{name}", len(content.encode()), FAKE_HINT)
 
 
-def make_app(spill: Any = None, **overrides: Any) -> App:
+def make_app(spill: Any = None, **overrides: Any) -> Context:
     values = {"sampleOverCapGlobResults": True, **overrides}
     cfg = config_mod.build(values, environ={"XDG_STATE_HOME": "/nonexistent-state"})
-    return App(
+    return Context(
         config=cfg,
         rg=Ripgrep(path="/bin/rg", version="15.2.0", version_text="ripgrep 15.2.0"),
         rg_env={},
@@ -112,10 +115,11 @@ def make_app(spill: Any = None, **overrides: Any) -> App:
         version="0.1.0",
         spill=spill or FakeSpill(),  # type: ignore[arg-type]
         deny_globs=DenyGlobs(cfg.deny_globs),
+        methods=MethodTable(METHODS),
     )
 
 
-def run_glob(monkeypatch: pytest.MonkeyPatch, app: App, paths: list[str], **params: Any) -> dict[str, Any]:
+def run_glob(monkeypatch: pytest.MonkeyPatch, app: Context, paths: list[str], **params: Any) -> dict[str, Any]:
     async def fake_list(*_: Any) -> tuple[list[str], RgResult]:
         return paths, RgResult(b"", no_matches=not paths, unreadable=0)
 
@@ -124,7 +128,7 @@ def run_glob(monkeypatch: pytest.MonkeyPatch, app: App, paths: list[str], **para
 
 
 def run_grep(
-    monkeypatch: pytest.MonkeyPatch, app: App, matches: list[tuple[str, int, str]], **params: Any
+    monkeypatch: pytest.MonkeyPatch, app: Context, matches: list[tuple[str, int, str]], **params: Any
 ) -> dict[str, Any]:
     async def fake_search(*_: Any) -> tuple[list[tuple[str, int, str]], RgResult]:
         return matches, RgResult(b"", no_matches=not matches, unreadable=0)
@@ -162,16 +166,16 @@ def match_record(path: str, line: int, text: str | None = None, **data: Any) -> 
 
 def test_t1_tools_and_guidance() -> None:
     app = make_app()
-    names = [t["name"] for t in mcp.definitions(app.config)]
+    names = [t["name"] for t in mcp.definitions(app)]
     assert names[:2] == ["glob", "grep"]
     prompt = lifecycle.instructions(app)
     assert "Use the glob tool" in prompt and "Use the grep tool" in prompt
     assert "sampled across top-level entries" in prompt and "sampled across top-level directories" not in prompt
-    glob_tool = mcp.definitions(app.config)[0]
+    glob_tool = mcp.definitions(app)[0]
     assert "sampled across top-level entries" in glob_tool["description"]
     assert glob_tool["annotations"] == {"readOnlyHint": True}
     assert set(glob_tool["inputSchema"]["properties"]) == {"pattern", "path"}  # no host-only fields
-    grep_tool = mcp.definitions(app.config)[1]
+    grep_tool = mcp.definitions(app)[1]
     assert set(grep_tool["inputSchema"]["properties"]) == {"pattern", "path", "include"}
 
 
@@ -185,7 +189,7 @@ def test_t6_sampling_off_texts() -> None:
     prompt = lifecycle.instructions(app)
     assert "a larger one keeps the modification-time-ordered head" in prompt
     assert "sampled across" not in prompt
-    description = mcp.definitions(app.config)[0]["description"]
+    description = mcp.definitions(app)[0]["description"]
     assert "a larger result returns the first 100 paths in modification-time order" in description
 
 
@@ -297,7 +301,7 @@ def test_deny_globs_are_appended_before_the_path() -> None:
 
 
 def test_t27_t28_cwd_resolution() -> None:
-    from dsh_search.search import resolve
+    from dsh_search.search.core import resolve
 
     app = make_app()
     assert resolve(app, {"cwd": "/sessions/other"}).cwd == "/sessions/other"
@@ -306,7 +310,7 @@ def test_t27_t28_cwd_resolution() -> None:
 
 
 def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from dsh_search import ripgrep, search
+    from dsh_search.search import core, ripgrep
 
     seen: dict[str, Any] = {}
 
@@ -324,7 +328,7 @@ def test_t29_t30_caps_and_grace_reach_the_runner(monkeypatch: pytest.MonkeyPatch
     assert limits.stdout_cap == 1234 and limits.stderr_cap == 4096 and limits.grace_s == 5.0
     assert seen["cwd"] == str(tmp_path)
     app = make_app()
-    asyncio.run(search.run_rg(app, "grep", ["x"], search.Where("/w", None), lambda _: False))
+    asyncio.run(core.run_rg(app, "grep", ["x"], core.Where("/w", None), lambda _: False))
     assert seen["limits"].stderr_cap == 65536 and seen["limits"].grace_s == 3.0
 
 
@@ -1018,7 +1022,7 @@ def test_retention_between_scans_uses_the_queue_of_oldest(tmp_path: Path) -> Non
 
 
 def test_spill_read_paging(tmp_path: Path) -> None:
-    from dsh_search.spill import SpillReadError
+    from dsh_search.store.spill import SpillReadError
 
     s = store(tmp_path)
     ref = s.save_text("s", "r.txt", "\n".join(f"line {i}" for i in range(1, 6)))
@@ -1056,9 +1060,9 @@ def test_spill_read_paging(tmp_path: Path) -> None:
 
 
 def test_every_tool_error_maps_to_its_code() -> None:
-    from dsh_search.errors import JSONRPC_CODES
+    from dsh_search.methods.errors import KIND_CODES
 
-    assert JSONRPC_CODES == {
+    assert KIND_CODES == {
         INVALID_ARGS: -32602,
         SEARCH_INVALID_PATTERN: 1001,
         SEARCH_FAILED: 1002,

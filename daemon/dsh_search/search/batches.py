@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from .jscompat import utf8_growth
+from dsh_search.search.jscompat import utf8_growth
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import rpc
+from dsh_search.transport import jsonrpc
 
 log = logging.getLogger("dsh_search.requests")
 
@@ -34,8 +34,8 @@ class CancelReason(enum.Enum):
     SHUTDOWN = "shutdown"
 
 
-Dispatch = Callable[[rpc.Call], Awaitable[Response | None]]
-CancelledAnswer = Callable[[rpc.Call, CancelReason], Response | None]
+Dispatch = Callable[[jsonrpc.Call], Awaitable[Response | None]]
+CancelledAnswer = Callable[[jsonrpc.Call, CancelReason], Response | None]
 Send = Callable[[Any], None]
 
 
@@ -58,7 +58,7 @@ class _Batch:
 
 @dataclass(eq=False)
 class _Entry:
-    call: rpc.Call
+    call: jsonrpc.Call
     task: asyncio.Task[Response | None] = field(init=False)
     reason: CancelReason | None = None
     batch: _Batch | None = None
@@ -79,25 +79,25 @@ class RequestTable:
 
     # -- intake --------------------------------------------------------------------------------------
 
-    def submit(self, incoming: rpc.Incoming) -> None:
+    def submit(self, incoming: jsonrpc.Incoming) -> None:
         """Start every call of one message; invalid elements are answered at once."""
         if not incoming.is_batch:
             item = incoming.items[0]
-            if isinstance(item, rpc.Invalid):
+            if isinstance(item, jsonrpc.Invalid):
                 self._send(_invalid(item))
             elif not self._handled_inline(item):
                 self._start(item, None, 0)
             return
         batch = _Batch(len(incoming.items), self._send)
         for index, item in enumerate(incoming.items):
-            if isinstance(item, rpc.Invalid):
+            if isinstance(item, jsonrpc.Invalid):
                 batch.answer(index, _invalid(item))
             elif self._handled_inline(item):
                 batch.answer(index, None)
             else:
                 self._start(item, batch, index)
 
-    def _handled_inline(self, call: rpc.Call) -> bool:
+    def _handled_inline(self, call: jsonrpc.Call) -> bool:
         """Transport notifications take effect at once, in arrival order: cancellations and `exit`."""
         if not call.is_notification:
             return False
@@ -114,13 +114,13 @@ class RequestTable:
             return False
         return True
 
-    def _start(self, call: rpc.Call, batch: _Batch | None, index: int) -> None:
+    def _start(self, call: jsonrpc.Call, batch: _Batch | None, index: int) -> None:
         entry = _Entry(call, batch=batch, index=index)
         entry.task = asyncio.ensure_future(self._dispatch(call))
         self._entries.add(entry)
         self._idle.clear()
         if not call.is_notification:
-            self._by_id.setdefault(rpc.id_key(call.id), []).append(entry)
+            self._by_id.setdefault(jsonrpc.id_key(call.id), []).append(entry)
         entry.task.add_done_callback(lambda _task: self._finished(entry))
 
     # -- answers -------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class RequestTable:
             self._idle.set()
         call = entry.call
         if not call.is_notification:
-            key = rpc.id_key(call.id)
+            key = jsonrpc.id_key(call.id)
             same_id = self._by_id.get(key, [])
             if entry in same_id:
                 same_id.remove(entry)
@@ -154,16 +154,16 @@ class RequestTable:
         error = task.exception()
         if error is not None:
             log.error("internal error in %s", call.method, exc_info=error)
-            return None if call.is_notification else rpc.error(call.id, rpc.INTERNAL_ERROR, "Internal error")
+            return None if call.is_notification else jsonrpc.error(call.id, jsonrpc.INTERNAL_ERROR, "Internal error")
         return None if call.is_notification else task.result()
 
     # -- cancellation ----------------------------------------------------------------------------------
 
     def cancel(self, id_: Any, reason: CancelReason) -> None:
         """Cancel the request(s) in flight with this id; an unknown or finished id is ignored."""
-        if id_ is None or not rpc.valid_id(id_):
+        if id_ is None or not jsonrpc.valid_id(id_):
             return
-        for entry in self._by_id.get(rpc.id_key(id_), ()):
+        for entry in self._by_id.get(jsonrpc.id_key(id_), ()):
             if not entry.task.done():
                 entry.reason = entry.reason or reason
                 entry.task.cancel()
@@ -191,5 +191,5 @@ class RequestTable:
         return len(self._entries)
 
 
-def _invalid(item: rpc.Invalid) -> Response:
-    return rpc.error(item.id, rpc.INVALID_REQUEST, f"Invalid request: {item.reason}")
+def _invalid(item: jsonrpc.Invalid) -> Response:
+    return jsonrpc.error(item.id, jsonrpc.INVALID_REQUEST, f"Invalid request: {item.reason}")

@@ -29,8 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import texts
-
 # --- sanitising ------------------------------------------------------------------------------------------
 
 _NORMAL, _ESC, _ESC_INTERMEDIATE, _CSI, _STRING = range(5)
@@ -402,100 +400,3 @@ def read_page(snap: Snapshot, offset: int, count: int) -> dict[str, Any]:
         "totalLines": total,
         "truncated": snap.truncated,
     }
-
-
-def literal_matches(snap: Snapshot, pattern: str) -> list[int]:
-    """Chronological indices of the lines containing `pattern` (non-empty, no line break), oldest first."""
-    needle = pattern.encode("utf-8")
-    data, breaks = snap.data, snap.breaks
-    found: list[int] = []
-    at = data.find(needle)
-    while at != -1:
-        index = snap.line_at(at)
-        found.append(index)
-        if index >= len(breaks):
-            break
-        at = data.find(needle, breaks[index] + 1)
-    return found
-
-
-def rg_args(pattern: str) -> list[str]:
-    """ripgrep argv (after `--no-config`) that reports the numbers of matching lines of stdin."""
-    return [
-        "--text",
-        "--line-number",
-        "--no-filename",
-        "--color=never",
-        "--max-columns=1",  # print "N:[Omitted long matching line]" rather than the line itself
-        f"--regexp={pattern}",
-        "-",
-    ]
-
-
-def rg_stdin(snap: Snapshot) -> bytes:
-    """The text for ripgrep: every segment, the empty newest one included, is one line to rg."""
-    return snap.data + b"\n"
-
-
-def rg_matches(stdout: bytes, total_lines: int) -> list[int]:
-    """Chronological indices from ripgrep's `N:…` lines (1-based N), oldest first."""
-    found = []
-    for row in stdout.split(b"\n"):
-        number, colon, _ = row.partition(b":")
-        if colon and number.isdigit() and 1 <= int(number) <= total_lines:
-            found.append(int(number) - 1)
-    return found
-
-
-@dataclass(frozen=True)
-class SearchPage:
-    text: str
-    matches: list[dict[str, Any]]  # {offset, line}, newest first, as shown in text
-    match_count: int
-    total_lines: int
-    truncated: bool
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "matches": self.matches,
-            "matchCount": self.match_count,
-            "totalLines": self.total_lines,
-            "truncated": self.truncated,
-        }
-
-
-def render_search(snap: Snapshot, indices: list[int], offset: int, limit: int, max_bytes: int) -> SearchPage:
-    """One page of matches, newest first, as `[offset N] <line>` lines and the summary line.
-
-    `indices` are the matching lines' chronological indices, oldest first. The text is kept within
-    `max_bytes` (UTF-8) by dropping whole match lines from the end of the page; the summary line is
-    always there, even when it alone is over the bound.
-    """
-    total = snap.total_lines
-    count = len(indices)
-    page = (indices[count - 1 - k] for k in range(offset, min(count, offset + limit)))
-    shown: list[dict[str, Any]] = []
-    rendered: list[str] = []
-    used = 0  # bytes of the rendered match lines, each with its "\n"
-    for index in page:
-        line = snap.line(index)
-        row = texts.terminal_match_line(total - 1 - index, line)
-        size = len(row.encode("utf-8")) + 1
-        summary = texts.terminal_summary(len(shown) + 1, count, total)
-        if used + size + len(summary.encode("utf-8")) > max_bytes:
-            break
-        used += size
-        rendered.append(row)
-        shown.append({"offset": total - 1 - index, "line": line})
-    summary = texts.terminal_summary(len(shown), count, total)
-    if count == 0:
-        rendered.append(texts.TERMINAL_NO_MATCHES)
-    rendered.append(summary)
-    return SearchPage(
-        text="\n".join(rendered),
-        matches=shown,
-        match_count=count,
-        total_lines=total,
-        truncated=offset + len(shown) < count or snap.truncated,
-    )

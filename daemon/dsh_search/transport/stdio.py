@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import rpc
-from .framing import BadFrame, Decoder, Framing, Message, Oversized, encode
-from .requests import CancelledAnswer, Dispatch, RequestTable
+from dsh_search.transport import jsonrpc
+from dsh_search.transport.framing import BadFrame, Decoder, Framing, Message, Oversized, encode
+from dsh_search.transport.requests import CancelledAnswer, Dispatch, RequestTable
 
 log = logging.getLogger("dsh_search.server")
 
@@ -131,15 +131,17 @@ class Server:
         events = self._decoder.feed(data) if data else self._decoder.feed_eof()
         for event in events:
             if isinstance(event, Message):
-                parsed = rpc.parse(event.body)
-                if isinstance(parsed, rpc.EnvelopeError):
-                    self.send(rpc.error(None, parsed.code, parsed.message))
+                parsed = jsonrpc.parse(event.body)
+                if isinstance(parsed, jsonrpc.EnvelopeError):
+                    self.send(jsonrpc.error(None, parsed.code, parsed.message))
                 else:
                     self.requests.submit(parsed)
             elif isinstance(event, Oversized):
-                self.send(rpc.error(None, rpc.INVALID_REQUEST, "Invalid request: message exceeds maxMessageBytes"))
+                self.send(
+                    jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid request: message exceeds maxMessageBytes")
+                )
             elif isinstance(event, BadFrame):
-                self.send(rpc.error(None, rpc.PARSE_ERROR, f"Parse error: {event.reason}"))
+                self.send(jsonrpc.error(None, jsonrpc.PARSE_ERROR, f"Parse error: {event.reason}"))
         if not data:
             self._input_closed = True
             self._end("eof")
@@ -148,7 +150,7 @@ class Server:
 
     def send(self, message: Any) -> None:
         framing = self._decoder.framing or Framing.NDJSON
-        self._out.put(encode(framing, rpc.dumps(message)))
+        self._out.put(encode(framing, jsonrpc.dumps(message)))
 
     def _write_loop(self) -> None:
         broken = False

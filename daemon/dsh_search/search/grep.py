@@ -16,15 +16,12 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from . import mcp, texts
-from .app import App
-from .batches import Batches
-from .errors import SEARCH_FAILED, ToolError, invalid_args
-from .jscompat import js_trim, utf8_growth
-from .paths import DenyGlobs, decode, to_workdir_relative
-from .presentation import grep_meta
-from .registry import method
-from .search import (
+from dsh_search import texts
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import SEARCH_FAILED, ToolError, invalid_args
+from dsh_search.methods.registry import MethodSpec
+from dsh_search.search.batches import Batches
+from dsh_search.search.core import (
     DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
@@ -36,9 +33,12 @@ from .search import (
     resolve,
     run_rg,
     save_spill,
-    search_schemas,
+    search_tool,
 )
-from .spill import SpillRef
+from dsh_search.search.jscompat import js_trim, utf8_growth
+from dsh_search.search.paths import DenyGlobs, decode, to_workdir_relative
+from dsh_search.search.presentation import grep_meta
+from dsh_search.store.spill import SpillRef
 
 Match = tuple[str, int, str]  # (display path, line number, full line)
 
@@ -213,12 +213,12 @@ def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, spill
 _PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
 
 
-async def _search(app: App, pattern: str, include: str | None, where: Where) -> tuple[list[Match], RgResult]:
+async def _search(ctx: Context, pattern: str, include: str | None, where: Where) -> tuple[list[Match], RgResult]:
     cwd = where.cwd
     batches = Batches(b"\n", lambda blob: parse_batch(blob, cwd), _PARSE_POOL, growth=lambda batch: batch.growth)
-    argv = build_argv(pattern, where.path, include, app.deny_globs)
-    result = await run_rg(app, "grep", argv, where, lambda _: batches.contains(b'"type":"match"'), sink=batches.feed)
-    await check_decoded_size("grep", result, batches, app.config.raw_output_max_bytes)
+    argv = build_argv(pattern, where.path, include, ctx.deny_globs)
+    result = await run_rg(ctx, "grep", argv, where, lambda _: batches.contains(b'"type":"match"'), sink=batches.feed)
+    await check_decoded_size("grep", result, batches, ctx.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     matches = [m for part in await batches.results() for m in part.matches]
@@ -229,33 +229,26 @@ async def _search(app: App, pattern: str, include: str | None, where: Where) -> 
     return matches, result
 
 
-GREP_PARAMS, GREP_INPUT_SCHEMA = search_schemas(
+GREP_PARAMS, GREP_FACE = search_tool(
+    lambda c: texts.grep_description(c.grep_max_matches),
     {
         "pattern": {"type": "string", "description": texts.GREP_PATTERN_DESCRIPTION},
         "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
         "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
-    }
+    },
 )
 
 
-@method(
-    "grep",
-    summary="Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
-    params=GREP_PARAMS,
-    result=SEARCH_RESULT,
-    errors=SEARCH_ERRORS,
-    tool="grep",
-)
-async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
+async def grep(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     pattern, _path, include = validate(params)
-    where = resolve(app, params)
-    config = app.config
-    matches, result = await bounded(app, "grep", _search(app, pattern, include, where))
+    where = resolve(ctx, params)
+    config = ctx.config
+    matches, result = await bounded(ctx, "grep", _search(ctx, pattern, include, where))
     spill = None
     if len(matches) > config.grep_max_matches:
         full = format_matches(previewed(matches, config.grep_max_line_bytes))
         content = f"{texts.grep_found(len(matches))}\n\n{full}"
-        spill = await save_spill(app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
+        spill = await save_spill(ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
     page = render(matches, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
     return {
         "text": page.text + problems_suffix(result),
@@ -264,11 +257,12 @@ async def grep(app: App, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-mcp.tool(
-    mcp.Tool(
-        name="grep",
-        describe=lambda c: texts.grep_description(c.grep_max_matches),
-        input_schema=lambda _config: GREP_INPUT_SCHEMA,
-        meta_fields=("cwd", "sessionId"),
-    )
+SPEC = MethodSpec(
+    "grep",
+    summary="Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
+    handler=grep,
+    params=GREP_PARAMS,
+    result=SEARCH_RESULT,
+    errors=SEARCH_ERRORS,
+    tool=GREP_FACE,
 )

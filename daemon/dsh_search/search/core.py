@@ -1,8 +1,8 @@
 """What glob and grep share: where a search runs, one rg run within the limits, its outcome classified.
 
-Order of checks (SPEC §3): arguments (`INVALID_ARGS`, in each tool), then confinement, then the search
+Order of checks: arguments (`INVALID_ARGS`, in each tool), then confinement, then the search
 itself. An rg run waits for a slot (maxConcurrentSearches) and the whole search is bounded by
-timeoutMs. The outcome follows upstream's decision sequence (upstream-behavior §3.2) with the fixes:
+timeoutMs. The outcome follows upstream's decision sequence (docs/behaviour.md, "Failures") with the fixes:
 raw output past the cap was already stopped by the runner; exit 2 with results keeps the results and
 counts the paths rg complained about; every syntax rejection is SEARCH_INVALID_PATTERN.
 """
@@ -18,14 +18,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from . import errors, ripgrep, texts
-from .app import App
-from .batches import Batches
-from .errors import ToolError
-from .jscompat import js_trim
-from .params import object_schema
-from .paths import DenyCheck, confined, directory_name, same_directory
-from .spill import SpillRef, SpillStore
+from dsh_search import texts
+from dsh_search.config import Config
+from dsh_search.methods import errors
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import ToolError
+from dsh_search.methods.params import object_schema
+from dsh_search.methods.registry import ToolFace
+from dsh_search.search import ripgrep
+from dsh_search.search.batches import Batches
+from dsh_search.search.jscompat import js_trim
+from dsh_search.search.paths import DenyCheck, confined, directory_name, same_directory
+from dsh_search.store.spill import SpillRef, SpillStore
 
 log = logging.getLogger("dsh_search.search")
 
@@ -43,13 +47,13 @@ SEARCH_RESULT: dict[str, Any] = {
     "properties": {"text": {"type": "string"}, "meta": {"type": "object"}, "spill": {"type": ["object", "null"]}},
     "required": ["text", "meta", "spill"],
 }
-SEARCH_ERRORS = (
-    (-32602, "INVALID_ARGS"),
-    (1001, "SEARCH_INVALID_PATTERN"),
-    (1002, "SEARCH_FAILED"),
-    (1003, "SEARCH_RAW_OUTPUT_OVERFLOW"),
-    (1004, "SEARCH_ABORTED"),
-    (-32800, "Request cancelled"),
+SEARCH_ERRORS = errors.openrpc_errors(
+    errors.INVALID_ARGS,
+    errors.SEARCH_INVALID_PATTERN,
+    errors.SEARCH_FAILED,
+    errors.SEARCH_RAW_OUTPUT_OVERFLOW,
+    errors.SEARCH_ABORTED,
+    cancellable=True,
 )
 
 
@@ -64,10 +68,14 @@ HOST_FIELDS: dict[str, dict[str, Any]] = {
 DEFAULT_SESSION = "default"
 
 
-def search_schemas(model_properties: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the native method's params schema, the model-facing input schema) of a search tool."""
+def search_tool(
+    describe: Callable[[Config], str], model_properties: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], ToolFace]:
+    """A search tool's native params schema (the model's params plus the host-only fields) and its
+    model-facing face (the model's params only; MCP clients pass the host fields in `_meta`)."""
     native = object_schema({**model_properties, **HOST_FIELDS}, ["pattern"])
-    return native, object_schema(model_properties, ["pattern"])
+    face = ToolFace(describe, object_schema(model_properties, ["pattern"]), host_fields=tuple(HOST_FIELDS))
+    return native, face
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,7 @@ class RgResult:
     bad_ignore_files: int = 0  # exit 2 with results: ignore files with rules ripgrep could not parse
 
 
-def resolve(app: App, params: dict[str, Any]) -> Where:
+def resolve(ctx: Context, params: dict[str, Any]) -> Where:
     """The cwd and path of a search, confined to the allowed roots when configured.
 
     rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
@@ -95,26 +103,26 @@ def resolve(app: App, params: dict[str, Any]) -> Where:
     relative to the same directory and confinement looks at its real path, so all three agree.
     """
     cwd = params.get("cwd")
-    named = app.workdir if cwd is None else os.path.join(app.workdir, cwd)
+    named = ctx.workdir if cwd is None else os.path.join(ctx.workdir, cwd)
     base = directory_name(named)
     path = params.get("path")
-    roots = app.config.allowed_roots
+    roots = ctx.config.allowed_roots
     if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
         raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path, named=named, deny=app.deny_globs.for_search(base, path))
+    return Where(cwd=base, path=path, named=named, deny=ctx.deny_globs.for_search(base, path))
 
 
-async def bounded(app: App, tool: str, work: Awaitable[T]) -> T:
+async def bounded(ctx: Context, tool: str, work: Awaitable[T]) -> T:
     """Run a search within timeoutMs; past it, the search (and its rg group) is terminated."""
     try:
-        async with asyncio.timeout(app.config.timeout_ms / 1000):
+        async with asyncio.timeout(ctx.config.timeout_ms / 1000):
             return await work
     except TimeoutError:
-        raise ToolError(errors.SEARCH_ABORTED, texts.timed_out(tool, app.config.timeout_ms)) from None
+        raise ToolError(errors.SEARCH_ABORTED, texts.timed_out(tool, ctx.config.timeout_ms)) from None
 
 
 async def run_rg(
-    app: App,
+    ctx: Context,
     tool: str,
     args: Sequence[str],
     where: Where,
@@ -122,8 +130,8 @@ async def run_rg(
     sink: Callable[[bytes], None] | None = None,
     stdin_data: bytes | None = None,
 ) -> RgResult:
-    config = app.config
-    async with app.search_slots:
+    config = ctx.config
+    async with ctx.search_slots:
         try:
             if where.named is not None and not same_directory(where.named, where.cwd):
                 # The name leads nowhere the kernel can go (missing, not a directory, a component it may
@@ -134,12 +142,12 @@ async def run_rg(
                 # not exist as far as searches go, so rg is not even started on it.
                 return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
             outcome = await ripgrep.run(
-                app.rg.path,
+                ctx.rg.path,
                 args,
                 cwd=where.cwd,
-                env=app.rg_env,
-                limits=app.rg_limits,
-                groups=app.groups,
+                env=ctx.rg_env,
+                limits=ctx.rg_limits,
+                groups=ctx.groups,
                 stdout_sink=sink,
                 stdin_data=stdin_data,
             )

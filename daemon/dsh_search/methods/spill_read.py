@@ -1,18 +1,31 @@
-"""`spill/read`: page through a saved artifact by lines (SPEC §7)."""
+"""`spill/read`: page through a saved artifact by lines."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from .app import App
-from .errors import invalid_args
-from .params import object_schema
-from .registry import method
-from .spill import SpillReadError
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import INVALID_ARGS, invalid_args, openrpc_errors
+from dsh_search.methods.params import object_schema
+from dsh_search.methods.registry import MethodSpec
+from dsh_search.store.spill import SpillReadError
 
 
-@method(
+async def spill_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    offset = params.get("offset", 1)
+    limit = params.get("limit", 2000)
+    if offset < 1:
+        raise invalid_args("offset must be a positive integer")
+    if limit < 1:
+        raise invalid_args("limit must be a positive integer")
+    try:
+        return await asyncio.to_thread(ctx.spill.read, params["locator"], offset, limit)
+    except SpillReadError as err:
+        raise invalid_args(str(err)) from None
+
+
+SPEC = MethodSpec(
     "spill/read",
     summary="Read lines offset..offset+limit-1 (1-based) of a spill artifact named by its locator.",
     params=object_schema(
@@ -33,16 +46,6 @@ from .spill import SpillReadError
         },
         ["text", "startLine", "endLine", "totalLines", "nextOffset"],
     ),
-    errors=((-32602, "INVALID_ARGS"),),
+    errors=openrpc_errors(INVALID_ARGS),
+    handler=spill_read,
 )
-async def spill_read(app: App, params: dict[str, Any]) -> dict[str, Any]:
-    offset = params.get("offset", 1)
-    limit = params.get("limit", 2000)
-    if offset < 1:
-        raise invalid_args("offset must be a positive integer")
-    if limit < 1:
-        raise invalid_args("limit must be a positive integer")
-    try:
-        return await asyncio.to_thread(app.spill.read, params["locator"], offset, limit)
-    except SpillReadError as err:
-        raise invalid_args(str(err)) from None

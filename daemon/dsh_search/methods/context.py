@@ -1,4 +1,5 @@
-"""What every method handler can reach: configuration, the ripgrep binary, shared stores and limits."""
+"""What every method handler can reach: configuration, the ripgrep binary, the method table, shared
+stores and limits, and the narrow part of the running server that lifecycle methods may ask for."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .config import Config
-from .memory import ALLOCATOR
-from .paths import DenyGlobs
-from .ripgrep import Limits, LiveGroups
-from .scrollback import Terminals
-from .sidecar import Ripgrep
-from .spill import SpillStore
+from dsh_search.config import Config
+from dsh_search.memory import ALLOCATOR
+from dsh_search.methods.registry import MethodTable
+from dsh_search.search.paths import DenyGlobs
+from dsh_search.search.ripgrep import Limits, LiveGroups
+from dsh_search.sidecar import Ripgrep
+from dsh_search.store.scrollback import Terminals
+from dsh_search.store.spill import SpillStore
 
 
 class Control(Protocol):
@@ -24,7 +26,7 @@ class Control(Protocol):
 
 
 @dataclass
-class App:
+class Context:
     config: Config
     rg: Ripgrep
     rg_env: dict[str, str]  # the scrubbed environment every rg child gets
@@ -32,6 +34,7 @@ class App:
     version: str
     spill: SpillStore
     deny_globs: DenyGlobs
+    methods: MethodTable
     groups: LiveGroups = field(default_factory=LiveGroups)
     control: Control | None = None
     shutting_down: bool = False  # after `shutdown`: only `exit` is served
@@ -57,7 +60,7 @@ class App:
 
     @property
     def terminals(self) -> Terminals:
-        """Retained scrollback per terminal session (SPEC §8)."""
+        """Retained scrollback per terminal session."""
         if self._terminals is None:
             config = self.config
             self._terminals = Terminals(

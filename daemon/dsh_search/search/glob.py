@@ -16,16 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import mcp, texts
-from .app import App
-from .batches import Batches
-from .errors import invalid_args
-from .jscompat import js_trim, utf8_growth
-from .paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
-from .presentation import glob_meta
-from .registry import method
-from .sampling import sample_across_top_level
-from .search import (
+from dsh_search import texts
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import invalid_args
+from dsh_search.methods.registry import MethodSpec
+from dsh_search.search.batches import Batches
+from dsh_search.search.core import (
     DEFAULT_SESSION,
     SEARCH_ERRORS,
     SEARCH_RESULT,
@@ -37,9 +33,13 @@ from .search import (
     resolve,
     run_rg,
     save_spill,
-    search_schemas,
+    search_tool,
 )
-from .spill import SpillRef
+from dsh_search.search.jscompat import js_trim, utf8_growth
+from dsh_search.search.paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
+from dsh_search.search.presentation import glob_meta
+from dsh_search.search.sampling import sample_across_top_level
+from dsh_search.store.spill import SpillRef
 
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 
@@ -158,43 +158,36 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
     return Page("\n".join(shown) + "\n\n" + footer, shown, True)
 
 
-async def _list(app: App, pattern: str, where: Where) -> tuple[list[str], RgResult]:
+async def _list(ctx: Context, pattern: str, where: Where) -> tuple[list[str], RgResult]:
     cwd = where.cwd
     batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth)
-    argv = build_argv(pattern, where.path, app.deny_globs)
-    result = await run_rg(app, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
-    await check_decoded_size("glob", result, batches, app.config.raw_output_max_bytes)
+    argv = build_argv(pattern, where.path, ctx.deny_globs)
+    result = await run_rg(ctx, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
+    await check_decoded_size("glob", result, batches, ctx.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     return await ordered_paths(batches, cwd, where.deny), result
 
 
-GLOB_PARAMS, GLOB_INPUT_SCHEMA = search_schemas(
+GLOB_PARAMS, GLOB_FACE = search_tool(
+    lambda c: texts.glob_description(c.sample_over_cap_glob_results, c.glob_max_results),
     {
         "pattern": {"type": "string", "description": texts.GLOB_PATTERN_DESCRIPTION},
         "path": {"type": "string", "description": texts.GLOB_PATH_DESCRIPTION},
-    }
+    },
 )
 
 
-@method(
-    "glob",
-    summary="Find files whose paths match a glob pattern, oldest modification first.",
-    params=GLOB_PARAMS,
-    result=SEARCH_RESULT,
-    errors=SEARCH_ERRORS,
-    tool="glob",
-)
-async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
+async def glob(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     pattern, path = validate(params)
-    where = resolve(app, params)
-    config = app.config
-    paths, result = await bounded(app, "glob", _list(app, pattern, where))
+    where = resolve(ctx, params)
+    config = ctx.config
+    paths, result = await bounded(ctx, "glob", _list(ctx, pattern, where))
     root = "." if path is None else to_workdir_relative(path, where.cwd)
     spill = None
     if len(paths) > config.glob_max_results:
         spill = await save_spill(
-            app.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, "\n".join(paths)
+            ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, "\n".join(paths)
         )
     page = render(
         paths,
@@ -210,11 +203,12 @@ async def glob(app: App, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-mcp.tool(
-    mcp.Tool(
-        name="glob",
-        describe=lambda c: texts.glob_description(c.sample_over_cap_glob_results, c.glob_max_results),
-        input_schema=lambda _config: GLOB_INPUT_SCHEMA,
-        meta_fields=("cwd", "sessionId"),
-    )
+SPEC = MethodSpec(
+    "glob",
+    summary="Find files whose paths match a glob pattern, oldest modification first.",
+    handler=glob,
+    params=GLOB_PARAMS,
+    result=SEARCH_RESULT,
+    errors=SEARCH_ERRORS,
+    tool=GLOB_FACE,
 )

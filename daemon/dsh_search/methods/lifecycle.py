@@ -1,0 +1,95 @@
+"""Session methods: initialize, ping, shutdown, exit, rpc.discover."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dsh_search import texts
+from dsh_search.methods.context import Context
+from dsh_search.methods.params import object_schema
+from dsh_search.methods.registry import MethodSpec
+
+# MCP protocol revisions this server speaks, newest first.
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+
+def instructions(ctx: Context) -> str:
+    return texts.glob_guidance(ctx.config.sample_over_cap_glob_results) + "\n\n" + texts.GREP_GUIDANCE
+
+
+async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
+    asked = params.get("protocolVersion") if isinstance(params, dict) else None
+    return {
+        "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
+        "serverInfo": {"name": "dsh-search", "version": ctx.version},
+        "capabilities": {"tools": {}},
+        "instructions": instructions(ctx),
+        "guidance": {
+            "glob": texts.glob_guidance(ctx.config.sample_over_cap_glob_results),
+            "grep": texts.GREP_GUIDANCE,
+            "terminal_search": texts.TERMINAL_SEARCH_GUIDANCE,
+        },
+        "ripgrep": {"path": ctx.rg.path, "version": ctx.rg.version},
+        "config": ctx.config.as_json(),
+    }
+
+
+async def ping(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+async def shutdown(ctx: Context, params: dict[str, Any]) -> None:
+    ctx.shutting_down = True
+    if ctx.control is None:
+        return
+    running = ctx.control.running_requests(exclude=asyncio.current_task())
+    if running:
+        await asyncio.wait(running)
+
+
+async def exit_(ctx: Context, params: dict[str, Any]) -> None:
+    if ctx.control is not None:
+        ctx.control.request_exit()
+
+
+async def discover(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return ctx.methods.openrpc(ctx.version)
+
+
+SPECS = (
+    MethodSpec(
+        "initialize",
+        summary="Start a session: server info, ripgrep in use, effective configuration and tool guidance.",
+        handler=initialize,
+        params=object_schema(
+            {
+                "protocolVersion": {"type": "string"},
+                "capabilities": {"type": "object"},
+                "clientInfo": {"type": "object"},
+            },
+            [],
+        ),
+        result={"type": "object", "required": ["protocolVersion", "serverInfo", "capabilities", "instructions"]},
+        check_params=False,  # LSP and MCP clients send many fields of their own; none can make this fail
+    ),
+    MethodSpec("ping", summary="Liveness check; answers an empty object.", handler=ping, result={"type": "object"}),
+    MethodSpec(
+        "shutdown",
+        summary="Finish the requests already running, then answer null; afterwards only `exit` is served.",
+        handler=shutdown,
+        result={"type": "null"},
+    ),
+    MethodSpec(
+        "exit",
+        summary="Exit the daemon (status 0), aborting anything still running.",
+        handler=exit_,
+        result={"type": "null"},
+    ),
+    MethodSpec(
+        "rpc.discover",
+        summary="This service's OpenRPC 1.3.2 description.",
+        handler=discover,
+        result={"type": "object", "required": ["openrpc", "info", "methods"]},
+    ),
+)

@@ -1,0 +1,91 @@
+"""MCP's view of the tools: `tools/list` and `tools/call` over the native methods.
+
+A tool is a native method plus its model-facing face: description, input schema (without host-only
+fields such as `cwd` and `sessionId`, which MCP callers pass in `_meta`) and read-only annotation.
+`tools/call` runs the native method and wraps its outcome as an MCP tool result; a tool failure is a
+result with `isError: true` and the `Error: …` text, never a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import INVALID_ARGS, ToolError, invalid_args, openrpc_errors
+from dsh_search.methods.params import object_schema
+from dsh_search.methods.registry import MethodSpec, call_checked
+
+
+def definitions(ctx: Context) -> list[dict[str, Any]]:
+    """The tools as `tools/list` shows them: every method with a tool face, in table order."""
+    tools = []
+    for spec in ctx.methods.tools():
+        assert spec.tool is not None
+        tools.append(
+            {
+                "name": spec.name,
+                "description": spec.tool.describe(ctx.config),
+                "inputSchema": spec.tool.input_schema,
+                "annotations": {"readOnlyHint": True},
+            }
+        )
+    return tools
+
+
+def text_of(result: Any) -> str:
+    return result["text"] if isinstance(result, dict) and isinstance(result.get("text"), str) else ""
+
+
+def success_result(value: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text_of(value)}], "structuredContent": value, "isError": False}
+
+
+def error_result(err: ToolError) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": err.text}],
+        "structuredContent": err.data(),
+        "isError": True,
+    }
+
+
+async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    return {"tools": definitions(ctx)}
+
+
+async def tools_call(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    spec = ctx.methods.get(params["name"])
+    if spec is None or spec.tool is None:
+        raise invalid_args(f"unknown tool: {params['name']}")
+    arguments = dict(params.get("arguments") or {})
+    meta = params.get("_meta") or {}
+    for name in spec.tool.host_fields:
+        arguments.pop(name, None)  # host-only: a model cannot set them
+        if name in meta:
+            arguments[name] = meta[name]
+    try:
+        value = await call_checked(spec, ctx, arguments)
+    except ToolError as err:
+        return error_result(err)
+    return success_result(value)
+
+
+TOOLS_LIST = MethodSpec(
+    "tools/list",
+    summary="The model-facing tools (glob, grep, terminal_search) with descriptions and input schemas.",
+    handler=tools_list,
+    result=object_schema({"tools": {"type": "array"}}, ["tools"]),
+)
+TOOLS_CALL = MethodSpec(
+    "tools/call",
+    summary="Run a tool the MCP way: {name, arguments, _meta?: {cwd?, sessionId?}} → MCP tool result.",
+    handler=tools_call,
+    params=object_schema(
+        {"name": {"type": "string"}, "arguments": {"type": "object"}, "_meta": {"type": "object"}}, ["name"]
+    ),
+    result=object_schema(
+        {"content": {"type": "array"}, "structuredContent": {"type": "object"}, "isError": {"type": "boolean"}},
+        ["content", "isError"],
+    ),
+    errors=openrpc_errors(INVALID_ARGS, cancellable=True),
+)
+SPECS = (TOOLS_LIST, TOOLS_CALL)

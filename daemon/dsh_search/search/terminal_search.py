@@ -1,0 +1,201 @@
+"""The `terminal_search` tool: find lines in a terminal's retained output, newest first.
+
+A literal search (the default) is a substring scan of the buffer in the daemon; a regex search
+(`regex: true`) runs the ripgrep sidecar over the retained text on stdin, so a model's pattern is only
+ever matched by ripgrep's linear-time engine, within timeoutMs and a search slot like every rg run.
+Matches carry terminal_read's newest-relative offsets (docs/terminal.md). The search runs over a
+snapshot taken before the first `await`, so it sees every append sent before it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_search import texts
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import invalid_args
+from dsh_search.methods.params import object_schema
+from dsh_search.methods.registry import MethodSpec, ToolFace
+from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of
+from dsh_search.search.core import SEARCH_ERRORS, Where, bounded, run_rg
+from dsh_search.store.scrollback import Snapshot
+
+TOOL = "terminal_search"
+
+# --- matching over a snapshot (pure) ---------------------------------------------------------------------
+
+
+def literal_matches(snap: Snapshot, pattern: str) -> list[int]:
+    """Chronological indices of the lines containing `pattern` (non-empty, no line break), oldest first."""
+    needle = pattern.encode("utf-8")
+    data, breaks = snap.data, snap.breaks
+    found: list[int] = []
+    at = data.find(needle)
+    while at != -1:
+        index = snap.line_at(at)
+        found.append(index)
+        if index >= len(breaks):
+            break
+        at = data.find(needle, breaks[index] + 1)
+    return found
+
+
+def rg_args(pattern: str) -> list[str]:
+    """ripgrep argv (after `--no-config`) that reports the numbers of matching lines of stdin."""
+    return [
+        "--text",
+        "--line-number",
+        "--no-filename",
+        "--color=never",
+        "--max-columns=1",  # print "N:[Omitted long matching line]" rather than the line itself
+        f"--regexp={pattern}",
+        "-",
+    ]
+
+
+def rg_stdin(snap: Snapshot) -> bytes:
+    """The text for ripgrep: every segment, the empty newest one included, is one line to rg."""
+    return snap.data + b"\n"
+
+
+def rg_matches(stdout: bytes, total_lines: int) -> list[int]:
+    """Chronological indices from ripgrep's `N:…` lines (1-based N), oldest first."""
+    found = []
+    for row in stdout.split(b"\n"):
+        number, colon, _ = row.partition(b":")
+        if colon and number.isdigit() and 1 <= int(number) <= total_lines:
+            found.append(int(number) - 1)
+    return found
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    text: str
+    matches: list[dict[str, Any]]  # {offset, line}, newest first, as shown in text
+    match_count: int
+    total_lines: int
+    truncated: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "matches": self.matches,
+            "matchCount": self.match_count,
+            "totalLines": self.total_lines,
+            "truncated": self.truncated,
+        }
+
+
+def render_search(snap: Snapshot, indices: list[int], offset: int, limit: int, max_bytes: int) -> SearchPage:
+    """One page of matches, newest first, as `[offset N] <line>` lines and the summary line.
+
+    `indices` are the matching lines' chronological indices, oldest first. The text is kept within
+    `max_bytes` (UTF-8) by dropping whole match lines from the end of the page; the summary line is
+    always there, even when it alone is over the bound.
+    """
+    total = snap.total_lines
+    count = len(indices)
+    page = (indices[count - 1 - k] for k in range(offset, min(count, offset + limit)))
+    shown: list[dict[str, Any]] = []
+    rendered: list[str] = []
+    used = 0  # bytes of the rendered match lines, each with its "\n"
+    for index in page:
+        line = snap.line(index)
+        row = texts.terminal_match_line(total - 1 - index, line)
+        size = len(row.encode("utf-8")) + 1
+        summary = texts.terminal_summary(len(shown) + 1, count, total)
+        if used + size + len(summary.encode("utf-8")) > max_bytes:
+            break
+        used += size
+        rendered.append(row)
+        shown.append({"offset": total - 1 - index, "line": line})
+    summary = texts.terminal_summary(len(shown), count, total)
+    if count == 0:
+        rendered.append(texts.TERMINAL_NO_MATCHES)
+    rendered.append(summary)
+    return SearchPage(
+        text="\n".join(rendered),
+        matches=shown,
+        match_count=count,
+        total_lines=total,
+        truncated=offset + len(shown) < count or snap.truncated,
+    )
+
+
+# --- the tool ------------------------------------------------------------------------------------------
+
+SEARCH_PARAMS: dict[str, Any] = object_schema(
+    {
+        "sessionId": SESSION_PARAM,
+        "pattern": {"type": "string", "description": texts.TERMINAL_PATTERN_DESCRIPTION},
+        "regex": {"type": "boolean", "description": texts.TERMINAL_REGEX_DESCRIPTION},
+        "offset": {"type": "integer", "description": texts.TERMINAL_OFFSET_DESCRIPTION},
+        "limit": {"type": "integer", "description": texts.TERMINAL_LIMIT_DESCRIPTION},
+    },
+    ["sessionId", "pattern"],
+)
+
+
+def _pattern(params: dict[str, Any], regex: bool) -> str:
+    pattern: str = params["pattern"]
+    if not pattern:
+        raise invalid_args(texts.PATTERN_EMPTY)
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid_args(texts.PATTERN_NOT_UNICODE) from None
+    if not regex and ("\n" in pattern or "\r" in pattern):
+        raise invalid_args(texts.PATTERN_MULTILINE)  # no retained line can contain one
+    if regex and "\0" in pattern:
+        raise invalid_args(texts.PATTERN_NUL)  # an argv element cannot carry it
+    return pattern
+
+
+async def _regex_matches(ctx: Context, snap: Snapshot, pattern: str) -> list[int]:
+    # rg reads only stdin; "/" is a cwd that always exists.
+    where = Where(cwd="/", path=None)
+    args = rg_args(pattern)
+    result = await run_rg(ctx, TOOL, args, where, lambda _: False, stdin_data=rg_stdin(snap))
+    return [] if result.no_matches else rg_matches(result.stdout, snap.total_lines)
+
+
+async def terminal_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    regex: bool = params.get("regex", False)
+    pattern = _pattern(params, regex)
+    offset = integer_param(params, "offset", 0, 0)
+    limit = integer_param(params, "limit", 100, 1)
+    snap = snapshot_of(ctx, params)
+    if snap.total_lines == 0:
+        indices: list[int] = []
+    elif regex:
+        indices = await bounded(ctx, TOOL, _regex_matches(ctx, snap, pattern))
+    else:
+        indices = literal_matches(snap, pattern)
+    page = render_search(snap, indices, offset, limit, ctx.config.terminal_search_max_result_bytes)
+    return page.as_json()
+
+
+SPEC = MethodSpec(
+    TOOL,
+    summary="Find lines in a terminal's retained output (literal or ripgrep regex), newest first, "
+    "with terminal_read offsets.",
+    params=SEARCH_PARAMS,
+    result=object_schema(
+        {
+            "text": {"type": "string"},
+            "matches": {
+                "type": "array",
+                "items": object_schema({"offset": {"type": "integer"}, "line": {"type": "string"}}, ["offset", "line"]),
+            },
+            "matchCount": {"type": "integer"},
+            "totalLines": {"type": "integer"},
+            "truncated": {"type": "boolean"},
+        },
+        ["text", "matches", "matchCount", "totalLines", "truncated"],
+    ),
+    errors=SEARCH_ERRORS,
+    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
+    handler=terminal_search,
+    tool=ToolFace(lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION, SEARCH_PARAMS),
+)

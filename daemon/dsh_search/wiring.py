@@ -1,0 +1,138 @@
+"""The wiring: every method the daemon serves, the context they share, and the server that runs them.
+
+`METHODS` is the one list of methods, in the order `tools/list` and `rpc.discover` show them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from jsonrpcserver.async_dispatcher import dispatch_request
+from jsonrpcserver.dispatcher import to_response
+from jsonrpcserver.request import Request
+from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.sentinels import NOID
+
+from dsh_search import __version__, memory, texts
+from dsh_search.config import Config
+from dsh_search.methods import lifecycle, mcp, scrollback, spill_read
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import SEARCH_ABORTED, ToolError
+from dsh_search.methods.registry import MethodSpec, MethodTable
+from dsh_search.search import glob, grep, terminal_search
+from dsh_search.search.paths import DenyGlobs
+from dsh_search.search.ripgrep import child_environment
+from dsh_search.sidecar import Ripgrep, is_frozen
+from dsh_search.store.spill import SpillStore
+from dsh_search.transport import jsonrpc
+from dsh_search.transport.framing import Framing
+from dsh_search.transport.requests import CancelReason
+from dsh_search.transport.stdio import Server
+
+log = logging.getLogger("dsh_search")
+
+METHODS: tuple[MethodSpec, ...] = (
+    *lifecycle.SPECS,
+    *mcp.SPECS,
+    glob.SPEC,
+    grep.SPEC,
+    terminal_search.SPEC,
+    spill_read.SPEC,
+    *scrollback.SPECS,
+)
+
+
+def tool_of(methods: MethodTable, call: jsonrpc.Call) -> str | None:
+    """The model-facing tool a call runs, if any (its name words cancellation texts)."""
+    name: Any = call.method
+    if name == "tools/call":  # the tool is named in the params
+        name = call.params.get("name") if isinstance(call.params, dict) else None
+    spec = methods.get(name) if isinstance(name, str) else None
+    return spec.name if spec is not None and spec.tool is not None else None
+
+
+def cancelled_answer(methods: MethodTable, call: jsonrpc.Call, reason: CancelReason) -> dict[str, Any] | None:
+    """How a cancelled call is answered: -32800 for the caller's own cancellation, nothing for MCP's,
+    SEARCH_ABORTED (an MCP error result for tools/call) when the daemon is going away."""
+    if reason is CancelReason.CLIENT:
+        return None
+    tool = tool_of(methods, call)
+    if reason is CancelReason.CALLER:
+        data = ToolError(SEARCH_ABORTED, texts.aborted(tool)).data() if tool else jsonrpc.NO_ID
+        return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled", data)
+    if tool is None:
+        return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled: the server is exiting")
+    err = ToolError(SEARCH_ABORTED, texts.aborted(tool))
+    if call.method == "tools/call":
+        return jsonrpc.result(call.id, mcp.error_result(err))
+    return jsonrpc.error(call.id, err.jsonrpc_code, err.message, err.data())
+
+
+def make_context(config: Config, rg: Ripgrep, workdir: str) -> Context:
+    return Context(
+        config=config,
+        rg=rg,
+        rg_env=child_environment(os.environ, frozen=is_frozen()),
+        workdir=workdir,
+        version=__version__,
+        spill=SpillStore(
+            config.spill_dir,
+            max_bytes=config.spill_max_bytes,
+            max_age_s=config.spill_max_age_seconds,
+            hint=config.spill_retrieval_hint,
+        ),
+        deny_globs=DenyGlobs(config.deny_globs),
+        methods=MethodTable(METHODS),
+    )
+
+
+def make_dispatch(ctx: Context) -> Callable[[jsonrpc.Call], Awaitable[dict[str, Any] | None]]:
+    """One call through jsonrpcserver (method lookup, argument binding, result/error mapping)."""
+    dispatchers = ctx.methods.dispatchers()
+
+    async def dispatch(call: jsonrpc.Call) -> dict[str, Any] | None:
+        if ctx.shutting_down and call.method != "exit":
+            return (
+                None
+                if call.is_notification
+                else jsonrpc.error(call.id, jsonrpc.INVALID_REQUEST, "server is shutting down")
+            )
+        params: Any = [] if call.params is None else call.params
+        request = Request(call.method, params, NOID if call.is_notification else call.id)
+        _, outcome = await dispatch_request(dispatchers, ctx, request)
+        if call.is_notification:
+            return None
+        response = to_serializable_one(to_response(request, outcome))
+        assert isinstance(response, dict)
+        return response
+
+    return dispatch
+
+
+def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> int:
+    ctx = make_context(config, rg, workdir)
+    server = Server(
+        dispatch=make_dispatch(ctx),
+        cancelled_answer=lambda call, reason: cancelled_answer(ctx.methods, call, reason),
+        max_message_bytes=config.max_message_bytes,
+        grace_s=config.grace_ms / 1000,
+        framing=Framing(framing) if framing else None,
+        on_exit=ctx.groups.kill_all,
+    )
+    ctx.control = server
+    server.requests.on_idle = memory.ALLOCATOR.on_idle
+    # Retention also runs at start, off the main thread so the first request is not delayed.
+    threading.Thread(target=_retain, args=(ctx.spill,), name="spill-retention", daemon=True).start()
+    return asyncio.run(server.serve())
+
+
+def _retain(store: SpillStore) -> None:
+    try:
+        store.enforce_retention()
+    except OSError as exc:
+        log.warning("spill retention at start failed: %s", exc)

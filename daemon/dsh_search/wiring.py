@@ -12,16 +12,11 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from jsonrpcserver.async_dispatcher import dispatch_request
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.request import Request
-from jsonrpcserver.response import to_serializable_one
-from jsonrpcserver.sentinels import NOID
-
 from dsh_search import __version__, memory, texts
 from dsh_search.config import Config
 from dsh_search.methods import lifecycle, mcp, scrollback, spill_read
 from dsh_search.methods.context import Context
+from dsh_search.methods.dispatch import NOID, Request, dispatch_request, to_response, to_serializable_one
 from dsh_search.methods.errors import SEARCH_ABORTED, ToolError
 from dsh_search.methods.registry import MethodSpec, MethodTable
 from dsh_search.search import glob, grep, terminal_search

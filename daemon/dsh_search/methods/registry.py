@@ -15,11 +15,9 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jsonrpcserver import JsonRpcError, Success
-from jsonrpcserver.result import Result
-
 from dsh_search.config import Config
 from dsh_search.methods import params as params_mod
+from dsh_search.methods.dispatch import JsonRpcError, Result, Success
 from dsh_search.methods.errors import ToolError
 from dsh_search.transport.jsonrpc import INTERNAL_ERROR
 

@@ -1,4 +1,5 @@
-"""The ripgrep runner against the real rg on a corpus big enough to keep it busy for seconds."""
+"""The ripgrep runner against the real rg on a corpus big enough to keep it busy for seconds, with
+Linux's calls and with the fallbacks other platforms take (see conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from tests.conftest import SLOW_PATTERN
 from tests.daemon_client import processes_named
 
 SLOW_ARGS = ["-j1", "--count", f"--regexp={SLOW_PATTERN}"]
+
+pytestmark = pytest.mark.usefixtures("platform_calls")  # each test on Linux's calls and on the fallbacks
 
 
 def run(coro):  # type: ignore[no-untyped-def]

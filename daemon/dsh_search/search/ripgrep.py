@@ -23,6 +23,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import queue
 import re
 import resource
 import selectors
@@ -34,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
+
 _READ_CHUNK = 1 << 20
 # What ripgrep (a Rust program) prints when an allocation fails, just before it aborts.
 _ALLOCATION_FAILED = re.compile(rb"memory allocation of [0-9]+ bytes failed")
@@ -187,6 +189,39 @@ def _limit_memory(pid: int, cap: int) -> bool:
     return True
 
 
+class _Owners:
+    """The threads that own children, kept and reused.
+
+    Starting a thread makes the starter wait until the new thread runs (~0.5 ms on a busy machine: a
+    third of a small search's overhead), so a finished owner waits for the next child instead of ending.
+    There are never more threads than children ever ran at once. They are daemon threads: the way out
+    kills every child (`LiveGroups.kill_all`) and must not wait for their owners.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="rg-owner", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+_OWNERS = _Owners()
+
+
 class Child:
     """A running rg and the thread that owns its pipes until it is reaped.
 
@@ -217,7 +252,7 @@ class Child:
         self._kill_timer: asyncio.TimerHandle | None = None
         self.error: BaseException | None = None  # the sink failed
         self.done: asyncio.Future[Outcome] = loop.create_future()
-        threading.Thread(target=self._own, name=f"rg-{proc.pid}", daemon=True).start()
+        _OWNERS.run(self._own)
 
     # -- signalling (any thread) --------------------------------------------------------------------
 
@@ -406,8 +441,13 @@ def spawn(
         in_r: int | None = None
         in_w: int | None = None
         if stdin_data is not None:
-            in_r, in_w = _big_pipe()
-            opened += (in_r, in_w)
+            in_r = _memory_file(stdin_data)
+            if in_r is None:
+                in_r, in_w = _big_pipe()
+                opened.append(in_w)
+            else:
+                stdin_data = None  # all of it is in the file already: nothing to feed
+            opened.append(in_r)
         proc = subprocess.Popen(
             [rg_path, "--no-config", *args],
             cwd=cwd,
@@ -428,6 +468,29 @@ def spawn(
             os.close(child_end)
     bounded = limits.memory_cap is not None and _limit_memory(proc.pid, limits.memory_cap)
     return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded)
+
+
+def _memory_file(data: bytes) -> int | None:
+    """A file in memory holding `data`, positioned at its start (Linux's memfd), or None elsewhere.
+
+    As rg's stdin it beats a pipe: rg reads a file in large blocks and nobody has to feed it (a 4 MiB
+    scrollback searched through a pipe cost rg ~50 % more than the same text in a file)."""
+    create = getattr(os, "memfd_create", None)
+    if create is None:
+        return None
+    try:
+        fd: int = create("dsh-search-stdin", getattr(os, "MFD_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _describe(exc: BaseException) -> str:

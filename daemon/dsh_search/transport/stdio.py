@@ -21,6 +21,7 @@ import queue
 import select
 import signal
 import stat
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +75,7 @@ class Server:
         self._writer = threading.Thread(target=self._write_loop, name="stdout", daemon=True)
         self._writer.start()
         threading.Thread(target=self._read_loop, name="stdin", daemon=True).start()
-        if _is_pipe_or_socket(self._stdout_fd):
+        if can_watch_stdout(self._stdout_fd):
             threading.Thread(target=self._watch_stdout, name="stdout-watch", daemon=True).start()
 
         reason = await self._finish
@@ -186,6 +187,17 @@ class Server:
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(fn, *args)
+
+
+def can_watch_stdout(fd: int) -> bool:
+    """Whether the reader of our stdout going away can be noticed before we write to it.
+
+    Linux's poll() reports POLLHUP/POLLERR on a pipe's or socket's write end once its reader is gone,
+    with no events asked for. Other systems' poll() is not known to (macOS implements it on kqueue):
+    there, a host that dies is noticed by the end of our stdin (its write end closes with it) and by
+    the next write failing, as on Linux when stdout is a file or a terminal.
+    """
+    return sys.platform.startswith("linux") and hasattr(select, "poll") and _is_pipe_or_socket(fd)
 
 
 def _is_pipe_or_socket(fd: int) -> bool:

@@ -30,6 +30,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ class FakeSpill:
         self.saves: list[tuple[str, str, str]] = []
         self.fail = fail
 
-    def save_text(self, session_id: str, name: str, content: str) -> SpillRef:
+    def save_text(self, session_id: str, name: str, content: str | Iterable[str]) -> SpillRef:
         if self.fail:
             raise OSError("no space left on device")
+        content = content if isinstance(content, str) else "".join(content)
         self.saves.append((session_id, name, content))
         return SpillRef(f"/spill/{name}", len(content.encode()), FAKE_HINT)
 

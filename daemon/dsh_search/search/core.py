@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -213,7 +213,7 @@ def _signal_name(number: int | None) -> str:
         return "(unknown)"
 
 
-async def save_spill(store: SpillStore, session_id: str, name: str, content: str) -> SpillRef | None:
+async def save_spill(store: SpillStore, session_id: str, name: str, content: str | Iterable[str]) -> SpillRef | None:
     """Best effort: a spill that fails is logged and reported as unsaved, never as an error."""
     try:
         return await asyncio.to_thread(store.save_text, session_id, name, content)

@@ -12,6 +12,7 @@ bytes): deterministic, and as fast as ripgrep's own sorted listing on large tree
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -133,6 +134,13 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
     return paths
 
 
+def joined(items: list[str], separator: str, per_piece: int = 4096) -> Iterator[str]:
+    """`separator.join(items)`, in pieces of `per_piece` items: a listing of 500,000 paths is written
+    without a 15 MB string (and its 15 MB encoding) alongside the list."""
+    for start in range(0, len(items), per_piece):
+        yield (separator if start else "") + separator.join(items[start : start + per_piece])
+
+
 @dataclass(frozen=True)
 class Page:
     text: str
@@ -187,7 +195,7 @@ async def glob(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     spill = None
     if len(paths) > config.glob_max_results:
         spill = await save_spill(
-            ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, "\n".join(paths)
+            ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, joined(paths, "\n")
         )
     page = render(
         paths,

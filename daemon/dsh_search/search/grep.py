@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -293,6 +294,13 @@ def format_files(files: list[FileMatches], max_line_bytes: int | None) -> str:
     return "\n\n".join([f.section if f.section is not None else section(f, max_line_bytes) for f in files])
 
 
+def spill_pieces(files: list[FileMatches], total: int, max_line_bytes: int) -> Iterator[str]:
+    """The spill artifact, `Found N matches` and every file's section, in pieces (never joined whole)."""
+    yield f"{texts.grep_found(total)}\n\n"
+    for i, f in enumerate(files):
+        yield ("\n\n" if i else "") + (f.section if f.section is not None else section(f, max_line_bytes))
+
+
 def head(files: list[FileMatches], count: int) -> list[FileMatches]:
     """The first `count` matches, file by file."""
     out = []
@@ -401,7 +409,7 @@ async def grep(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     total = sum(len(f.numbers) for f in files)
     spill = None
     if total > config.grep_max_matches:
-        content = f"{texts.grep_found(total)}\n\n{format_files(files, config.grep_max_line_bytes)}"
+        content = spill_pieces(files, total, config.grep_max_line_bytes)
         spill = await save_spill(ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
     page = render_files(
         files, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill

@@ -21,6 +21,7 @@ import stat
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,22 +88,29 @@ class SpillStore:
             if not os.path.isdir(path):
                 raise NotADirectoryError(f"{path} exists and is not a directory") from None
 
-    def save_text(self, session_id: str, suggested_name: str, content: str) -> SpillRef:
-        """Write content atomically; raises OSError when it cannot be saved (nothing is left behind)."""
+    def save_text(self, session_id: str, suggested_name: str, content: str | Iterable[str]) -> SpillRef:
+        """Write content atomically; raises OSError when it cannot be saved (nothing is left behind).
+
+        `content` may come in pieces (written in that order, nothing between them), so that a large
+        result is written without first being joined into one string and encoded whole.
+        """
         parent = os.path.dirname(self.root)
         if parent and not os.path.isdir(parent):
             os.makedirs(parent, exist_ok=True)
         self._ensure_dir(self.root)
         directory = session_dir(self.root, session_id)
         self._ensure_dir(directory)
-        data = content.encode("utf-8", "surrogatepass")
+        pieces = [content] if isinstance(content, str) else content
+        size = 0
         tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                for piece in pieces:
+                    view = memoryview(piece.encode("utf-8", "surrogatepass"))
+                    size += len(view)
+                    while view:
+                        view = view[os.write(fd, view) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -123,12 +131,12 @@ class SpillStore:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
-        self._counted(final, len(data))
+        self._counted(final, size)
         try:
             self.enforce_retention(keep=final)
         except OSError as exc:
             log.warning("spill retention failed: %s", exc)
-        return SpillRef(locator=final, bytes=len(data), retrieval_hint=self.hint)
+        return SpillRef(locator=final, bytes=size, retrieval_hint=self.hint)
 
     # -- retention ---------------------------------------------------------------------------------------
     #

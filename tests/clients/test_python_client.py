@@ -28,8 +28,8 @@ from dsh_search_bin import (
     TerminalSearchResult,
 )
 from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import descendants
-from tests.hosts.support import kill_host_mid_search
+from tests.support.daemon import descendants
+from tests.support.hosts import kill_host_mid_search
 
 pytestmark = pytest.mark.e2e
 

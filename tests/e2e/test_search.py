@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import SLOW_PATTERN, write_slow_corpus
-from tests.daemon_client import processes_named
-from tests.e2e.support import MakeDaemon, error_of, text_of
-from tests.trees import many_files, rich_tree, write
+from tests.support.daemon import processes_named
+from tests.support.trees import many_files, rich_tree, write
+from tests.support.unprivileged import MakeDaemon, error_of, text_of
 
 FRAMINGS = ["ndjson", "lsp"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import Daemon, descendants, processes_named
+from tests.support.daemon import Daemon, descendants, processes_named
 
 FRAMINGS = ["ndjson", "lsp"]
 GRACE_MS = 1500

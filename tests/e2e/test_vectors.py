@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SHARED
-from tests.daemon_client import Daemon
+from tests.support.daemon import Daemon
 
 VECTORS = json.loads((SHARED / "jsonrpc-vectors.json").read_text())["vectors"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_search.search import ripgrep
 from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import processes_named
+from tests.support.daemon import processes_named
 
 SLOW_ARGS = ["-j1", "--count", f"--regexp={SLOW_PATTERN}"]
 

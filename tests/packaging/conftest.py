@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.helpers import ROOT, Venv, build_wheel, install_wheel
+from tests.support.packaging import ROOT, Venv, build_wheel, install_wheel
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.helpers import ROOT, archive_members, python_code
+from tests.support.packaging import ROOT, archive_members, python_code
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(os.environ.get("DSH_SEARCH_EXE", ROOT / "dist" / "dsh-search"))
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 

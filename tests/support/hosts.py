@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_client import descendants, processes_named
+from tests.support.daemon import descendants, processes_named
 
 ROOT = Path(__file__).resolve().parents[2]
 

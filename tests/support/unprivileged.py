@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.daemon_client import Daemon
+from tests.support.daemon import Daemon
 
 MakeDaemon = Callable[..., Daemon]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import Daemon, processes_named
+from tests.support.daemon import Daemon, MakeDaemon
+from tests.support.processes import processes_named
 from tests.support.trees import upstream_fixture
-from tests.support.unprivileged import MakeDaemon
 
 
 @pytest.fixture

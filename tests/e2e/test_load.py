@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import Daemon, frame, processes_named
+from tests.support.daemon import Daemon, MakeDaemon, frame
+from tests.support.processes import processes_named
 from tests.support.reliability_report import record
-from tests.support.unprivileged import MakeDaemon
 
 REQUESTS = 2000
 IN_FLIGHT = 32

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLOW_PATTERN, write_slow_corpus
-from tests.support.daemon import processes_named
-from tests.support.trees import many_files, rich_tree, write
-from tests.support.unprivileged import MakeDaemon, error_of, text_of
+from tests.support.daemon import MakeDaemon, error_of, text_of
+from tests.support.processes import processes_named
+from tests.support.trees import SLOW_PATTERN, many_files, rich_tree, write, write_slow_corpus
 
 FRAMINGS = ["ndjson", "lsp"]
 

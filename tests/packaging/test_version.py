@@ -11,7 +11,8 @@ import pytest
 
 import dsh_search
 from tests.support.daemon import Daemon
-from tests.support.packaging import ROOT, Venv
+from tests.support.locations import ROOT
+from tests.support.packaging import Venv
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@
 - `reliability_report`: figures the reliability tests record for docs/reliability.md.
 - `hosts`: the Node and Go toolchains, and running an example host.
 - `packaging`: venvs with the SDK wheel installed, and the code inside a onefile.
+- `fakes`: a handler context with a fake spill store, and glob and grep over faked ripgrep output.
 
 Fixtures stay in the conftest.py files, where pytest finds them.
 """

@@ -9,6 +9,7 @@
 - `hosts`: the Node and Go toolchains, and running an example host.
 - `packaging`: venvs with the SDK wheel installed, and the code inside a onefile.
 - `fakes`: a handler context with a fake spill store, and glob and grep over faked ripgrep output.
+- `upstream`: upstream's case numbers as pytest ids.
 
 Fixtures stay in the conftest.py files, where pytest finds them.
 """

@@ -1,4 +1,5 @@
-"""Render the reliability tests' figures (JSON lines from tests/e2e/report.py) as docs/reliability.md's table."""
+"""Render the reliability tests' figures (JSON lines from tests/support/reliability_report.py) as
+docs/reliability.md's table."""
 
 from __future__ import annotations
 

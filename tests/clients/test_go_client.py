@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.support import go_run, go_toolchain, gofmt_clean
+from tests.support.hosts import go_run, go_toolchain, gofmt_clean
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

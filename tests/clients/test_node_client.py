@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.support import node_toolchain, npm_ci
+from tests.support.hosts import node_toolchain, npm_ci
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

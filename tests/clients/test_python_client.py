@@ -27,9 +27,9 @@ from dsh_search_bin import (
     StartupError,
     TerminalSearchResult,
 )
-from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import descendants
-from tests.hosts.support import kill_host_mid_search
+from tests.support.hosts import kill_host_mid_search
+from tests.support.processes import descendants
+from tests.support.trees import SLOW_PATTERN
 
 pytestmark = pytest.mark.e2e
 

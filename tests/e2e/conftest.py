@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.daemon_client import Daemon, processes_named
-from tests.e2e.support import MakeDaemon
-from tests.trees import upstream_fixture
+from tests.support.daemon import Daemon, MakeDaemon
+from tests.support.processes import processes_named
+from tests.support.trees import upstream_fixture
 
 
 @pytest.fixture

@@ -30,9 +30,9 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from tests.daemon_client import Daemon
-from tests.e2e.support import MakeDaemon, unprivileged_popen, unprivileged_tree
-from tests.trees import write
+from tests.support.daemon import Daemon, MakeDaemon
+from tests.support.trees import write
+from tests.support.unprivileged import unprivileged_popen, unprivileged_tree
 
 VCS = [f"--glob=!**/{name}{tail}" for name in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for tail in ("", "/**")]
 UPSTREAM_GLOB = ["--files", "--glob=*", "--sort=modified", "--no-ignore", "--hidden", *VCS]

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.support import MakeDaemon, error_of, text_of, unprivileged_popen, unprivileged_tree
-from tests.trees import many_files, write
+from tests.support.daemon import MakeDaemon, error_of, text_of
+from tests.support.trees import many_files, write
+from tests.support.unprivileged import unprivileged_popen, unprivileged_tree
 
 # --- trimming the stderr excerpt as JavaScript trims -------------------------------------------------------
 

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.daemon_client import Daemon, frame
-from tests.e2e.report import record
+from tests.support.daemon import Daemon, frame
+from tests.support.reliability_report import record
 
 MAX_MESSAGE = 2048  # the daemon's maxMessageBytes here, so oversized messages are cheap to make
 PAD = MAX_MESSAGE * 3

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.daemon_client import Daemon, frame, processes_named
-from tests.e2e.report import record
-from tests.e2e.support import MakeDaemon
+from tests.support.daemon import Daemon, MakeDaemon, frame
+from tests.support.processes import processes_named
+from tests.support.reliability_report import record
 
 REQUESTS = 2000
 IN_FLIGHT = 32

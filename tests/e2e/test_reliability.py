@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import Daemon, frame, processes_named
-from tests.e2e.report import record
-from tests.e2e.support import MakeDaemon, error_of, text_of
+from tests.support.daemon import Daemon, MakeDaemon, error_of, frame, text_of
+from tests.support.processes import processes_named
+from tests.support.reliability_report import record
+from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
 

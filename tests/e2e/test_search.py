@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SLOW_PATTERN, write_slow_corpus
-from tests.daemon_client import processes_named
-from tests.e2e.support import MakeDaemon, error_of, text_of
-from tests.trees import many_files, rich_tree, write
+from tests.support.daemon import MakeDaemon, error_of, text_of
+from tests.support.processes import processes_named
+from tests.support.trees import SLOW_PATTERN, many_files, rich_tree, write, write_slow_corpus
 
 FRAMINGS = ["ndjson", "lsp"]
 

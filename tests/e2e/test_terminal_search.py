@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon_client import BASE_ARGS, Daemon
+from tests.support.daemon import BASE_ARGS, Daemon
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import Daemon, descendants, processes_named
+from tests.support.daemon import Daemon
+from tests.support.processes import descendants, processes_named
+from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
 GRACE_MS = 1500

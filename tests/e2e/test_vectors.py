@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED
-from tests.daemon_client import Daemon
+from tests.support.daemon import Daemon
+from tests.support.locations import SHARED
 
 VECTORS = json.loads((SHARED / "jsonrpc-vectors.json").read_text())["vectors"]
 

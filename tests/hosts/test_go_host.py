@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.support import (
+from tests.support.hosts import (
     check_common_transcript,
     find_line,
     go_run,

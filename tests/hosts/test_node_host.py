@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.support import (
+from tests.support.hosts import (
     check_common_transcript,
     kill_host_mid_search,
     lonely_copy,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dsh_search.search import ripgrep
-from tests.conftest import SLOW_PATTERN
-from tests.daemon_client import processes_named
+from tests.support.processes import processes_named
+from tests.support.trees import SLOW_PATTERN
 
 SLOW_ARGS = ["-j1", "--count", f"--regexp={SLOW_PATTERN}"]
 

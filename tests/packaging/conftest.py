@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.packaging.helpers import ROOT, Venv, build_wheel, install_wheel
+from tests.support.locations import EXE
+from tests.support.packaging import Venv, build_wheel, install_wheel
 
 
 @pytest.fixture(scope="session")
 def dist_dir() -> Path:
     """The directory of the built executable: DSH_SEARCH_EXE's, else dist/."""
-    exe = Path(os.environ.get("DSH_SEARCH_EXE", ROOT / "dist" / "dsh-search"))
-    dist = exe.parent
+    dist = EXE.parent
     for name in ("dsh-search", "dsh-search-rg"):
         assert (dist / name).is_file(), f"{dist / name} is missing: run scripts/build (scripts/test does)"
     return dist

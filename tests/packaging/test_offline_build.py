@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.helpers import ROOT, archive_members, python_code
+from tests.support.locations import ROOT
+from tests.support.packaging import archive_members, python_code
 
 pytestmark = pytest.mark.slow
 

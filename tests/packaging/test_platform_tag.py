@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.packaging.helpers import ROOT
+from tests.support.locations import ROOT
 
 EM_X86_64, EM_AARCH64 = 62, 183
 CPU_X86_64, CPU_ARM64 = 0x01000007, 0x0100000C

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from tests.packaging.helpers import ROOT
+from tests.support.locations import ROOT
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 

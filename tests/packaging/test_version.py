@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import dsh_search
-from tests.daemon_client import Daemon
-from tests.packaging.helpers import ROOT, Venv
+from tests.support.daemon import Daemon
+from tests.support.locations import ROOT
+from tests.support.packaging import Venv
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_client import Daemon, processes_named
-from tests.packaging.helpers import PROBE, Venv, archive_members, build_wheel, install_wheel
+from tests.support.daemon import Daemon
+from tests.support.packaging import PROBE, Venv, archive_members, build_wheel, install_wheel
+from tests.support.processes import processes_named
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.packaging.helpers import Venv, install_wheel
+from tests.support.packaging import Venv, install_wheel
 
 pytestmark = pytest.mark.slow
 

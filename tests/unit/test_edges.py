@@ -25,7 +25,7 @@ from dsh_search.search.core import classify, problems_suffix, resolve
 from dsh_search.search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
 from dsh_search.search.paths import same_directory
 from dsh_search.search.ripgrep import Outcome, StderrTally
-from tests.unit.test_upstream_cases import FakeSpill, make_app, outcome, run_glob, run_grep
+from tests.support.fakes import FakeSpill, make_app, outcome, run_glob, run_grep
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
 

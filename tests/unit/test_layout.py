@@ -17,6 +17,7 @@ SANS_IO = [
     "transport/jsonrpc.py",
     "methods/errors.py",
     "methods/params.py",
+    "search/globsyntax.py",
     "search/jscompat.py",
     "search/presentation.py",
     "search/sampling.py",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dsh_search.transport import jsonrpc as rpc
-from tests.conftest import SHARED
+from tests.support.locations import SHARED
 
 
 def parse(text: str) -> rpc.Incoming | rpc.EnvelopeError:

@@ -12,6 +12,8 @@ import re
 import stat
 from collections.abc import Iterable
 
+from dsh_search.search import globsyntax
+
 
 def to_workdir_relative(path: str, workdir: str) -> str:
     if not path.startswith("/"):
@@ -75,57 +77,6 @@ def confined(path: str, roots: tuple[str, ...]) -> bool:
         return True
 
 
-def _glob_to_regex(glob: str) -> str:
-    """ripgrep/gitignore glob syntax to a regex over a '/'-separated path (full match)."""
-    out: list[str] = []
-    i, n = 0, len(glob)
-    depth = 0
-    while i < n:
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("/**", i) and i + 3 == n:
-            out.append("/.*")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = glob.find("]", i + 2)
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                body = glob[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif c == "{":
-            depth += 1
-            out.append("(?:")
-        elif c == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(glob[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.extend(")" * depth)
-    return "".join(out)
-
-
 class DenyGlobs:
     """`denyGlobs` (SPEC §9): a path is denied when any glob matches it the way ripgrep's --glob would.
 
@@ -136,19 +87,36 @@ class DenyGlobs:
 
     def __init__(self, globs: tuple[str, ...]) -> None:
         self.globs = globs
-        names = [_glob_to_regex(g) for g in globs if "/" not in g.rstrip("/")]
-        anchored = [_glob_to_regex(g.strip("/")) for g in globs if "/" in g.rstrip("/")]
-        self._name = re.compile("|".join(f"(?:{r})" for r in names)) if names else None
-        self._path = re.compile("|".join(f"(?:{r})(?:/.*)?" for r in anchored)) if anchored else None
+        # ripgrep's own reading of each glob (globsyntax.py); one it rejects fails every search, so it
+        # denies everything here.
+        any_kind: list[bytes] = []
+        dirs_only: list[bytes] = []
+        for glob in globs:
+            try:
+                exclusion = globsyntax.exclusion(glob)
+                re.compile(exclusion.regex)
+            except (globsyntax.GlobError, re.error):
+                any_kind.append(b".*")
+                continue
+            (dirs_only if exclusion.only_dir else any_kind).append(exclusion.regex)
+        self._any = _union(any_kind)
+        self._dirs = _union(dirs_only)
 
     def __bool__(self) -> bool:
         return bool(self.globs)
 
-    def denies(self, display_path: str) -> bool:
+    def denies(self, display_path: str, is_dir: bool = False) -> bool:
+        """Whether ripgrep, walking from the search root, would leave this path out: when a glob matches
+        it or any directory on the way to it (`is_dir`: the path itself is a directory)."""
         path = display_path[2:] if display_path.startswith("./") else display_path
-        if self._name is not None and any(self._name.fullmatch(part) for part in path.split("/") if part):
-            return True
-        return self._path is not None and self._path.fullmatch(path.lstrip("/")) is not None
+        parts = [_utf8(part) for part in path.split("/") if part]
+        for depth in range(1, len(parts) + 1):
+            prefix = b"/".join(parts[:depth])
+            if self._any is not None and self._any.fullmatch(prefix):
+                return True
+            if self._dirs is not None and (depth < len(parts) or is_dir) and self._dirs.fullmatch(prefix):
+                return True
+        return False
 
     def rg_args(self) -> list[str]:
         """The same globs for ripgrep, so denied subtrees are not even walked."""
@@ -182,15 +150,15 @@ class DenyCheck:
 
     def root_denied(self) -> bool:
         """Whether the search root itself is denied (then nothing under it can be shown)."""
-        return self._root is not None and self.denies(self._root)
+        return self._root is not None and self.denies(self._root, is_dir=os.path.isdir(self._real_root))
 
-    def denies(self, display_path: str) -> bool:
+    def denies(self, display_path: str, is_dir: bool = False) -> bool:
         """`display_path`: a result as shown, i.e. as ripgrep printed it made workdir-relative."""
-        if self._globs.denies(display_path):
+        if self._globs.denies(display_path, is_dir):
             return True
         real = self._real_of(display_path)
         inside = real == self._real_cwd or real.startswith(self._real_cwd.rstrip("/") + "/")
-        return self._globs.denies(real[len(self._real_cwd) :] if inside else real)
+        return self._globs.denies(real[len(self._real_cwd) :] if inside else real, is_dir)
 
     def _real_of(self, display_path: str) -> str:
         root = self._root
@@ -204,6 +172,18 @@ class DenyCheck:
             if display_path.startswith(prefix):
                 return os.path.join(self._real_root, display_path[len(prefix) :])
         return _realpath(os.path.join(self._cwd, display_path))  # a spelling we cannot split: ask
+
+
+def _union(regexes: list[bytes]) -> re.Pattern[bytes] | None:
+    return re.compile(b"|".join(b"(?:" + r + b")" for r in regexes), re.DOTALL) if regexes else None
+
+
+def _utf8(name: str) -> bytes:
+    """A name as ripgrep saw it: the bytes a decoded display name came from."""
+    try:
+        return name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogatepass")
 
 
 def _realpath(path: str) -> str:

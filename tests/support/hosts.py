@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_client import descendants, processes_named
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.locations import ROOT
+from tests.support.processes import descendants, processes_named
 
 # Lines every host prints for the shared part of the session (see examples/*/README.md).
 COMMON_LINES = [

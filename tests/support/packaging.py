@@ -12,7 +12,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.locations import ROOT
 
 # Run in the venv's interpreter: what the accessor returns or raises, as one JSON line.
 PROBE = """\

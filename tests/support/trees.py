@@ -1,12 +1,19 @@
-"""Generated file trees for end-to-end tests, with controlled modification times."""
+"""Generated file trees for end-to-end tests, with controlled modification times, and corpora that keep
+ripgrep busy."""
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from pathlib import Path
 
 BASE_NS = 1_700_000_000 * 10**9
+
+# A regex with no required literal over Unicode word classes: ripgrep has to run its regex engine over
+# every line, which takes about a second per 20 MB on one core, and it matches nothing in the slow
+# corpus (no word there has 9 letters), so a search lasts without flooding its output cap.
+SLOW_PATTERN = r"(?:\w+\W){1,20}?\w{9}\b"
 
 
 def write(root: Path, rel: str | bytes, content: str | bytes = "", mtime_s: float | None = None) -> Path:
@@ -70,3 +77,14 @@ def many_files(root: Path, groups: dict[str, int], content: str = "hit\n") -> li
             order.append(rel)
             t += 1
     return order
+
+
+def write_slow_corpus(root: Path, files: int = 4, lines: int = 400_000) -> Path:
+    """Text files that SLOW_PATTERN needs seconds to scan (about 19 MB each)."""
+    root.mkdir(parents=True, exist_ok=True)
+    rnd = random.Random(1)
+    words = ["alpha", "beta", "gamma", "delta", "épsilon", "zeta", "ηta", "theta"]
+    text = "".join(" ".join(rnd.choice(words) for _ in range(8)) + "\n" for _ in range(lines))
+    for i in range(files):
+        (root / f"slow-{i}.txt").write_text(text)
+    return root

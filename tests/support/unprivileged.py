@@ -1,33 +1,18 @@
-"""Helpers shared by the end-to-end tests: reading responses, and running the daemon unprivileged."""
+"""Running the daemon (and so ripgrep) unprivileged, in a scratch tree it can reach."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.daemon_client import Daemon
-
-MakeDaemon = Callable[..., Daemon]
-
 # root reads every file whatever its mode, so a test that needs ripgrep to meet a file or directory it
 # cannot open runs the daemon (and so ripgrep) as this unprivileged user when the tests run as root.
 NOBODY = 65534
-
-
-def text_of(response: dict[str, Any]) -> str:
-    assert "result" in response, response
-    return str(response["result"]["text"])
-
-
-def error_of(response: dict[str, Any]) -> tuple[int, str, str]:
-    assert "error" in response, response
-    err = response["error"]
-    return err["code"], err.get("data", {}).get("code", ""), err.get("data", {}).get("text", "")
 
 
 def unprivileged_popen() -> dict[str, Any]:

@@ -14,13 +14,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-EXE = Path(os.environ.get("DSH_SEARCH_EXE", ROOT / "dist" / "dsh-search"))
+from tests.support.locations import EXE
+
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
 
@@ -245,43 +245,16 @@ def running(*args: str, **kwargs: Any) -> Iterator[Daemon]:
         daemon.stop()
 
 
-def descendants(pid: int) -> list[int]:
-    """All live descendant pids of pid (from /proc), for leak checks."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        if fields[0] == b"Z":
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+# A fixture's factory: starts a daemon with extra arguments (see tests/e2e/conftest.py's `start`).
+MakeDaemon = Callable[..., Daemon]
 
 
-def processes_named(fragment: str) -> list[int]:
-    """Live (non-zombie) pids whose command line contains fragment."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if fragment in cmd and state != b"Z":
-            pids.append(int(entry))
-    return pids
+def text_of(response: dict[str, Any]) -> str:
+    assert "result" in response, response
+    return str(response["result"]["text"])
+
+
+def error_of(response: dict[str, Any]) -> tuple[int, str, str]:
+    assert "error" in response, response
+    err = response["error"]
+    return err["code"], err.get("data", {}).get("code", ""), err.get("data", {}).get("text", "")

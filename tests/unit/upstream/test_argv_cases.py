@@ -1,0 +1,83 @@
+"""The exact ripgrep command lines, each value one inert argument (docs/behaviour.md, "Glob" and "Grep")."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_search.search import glob as glob_mod
+from dsh_search.search import grep as grep_mod
+from dsh_search.search.paths import DenyGlobs
+from tests.support.fakes import NO_DENY
+from tests.support.upstream import case
+
+VCS = [
+    "--glob=!**/.git",
+    "--glob=!**/.git/**",
+    "--glob=!**/.svn",
+    "--glob=!**/.svn/**",
+    "--glob=!**/.hg",
+    "--glob=!**/.hg/**",
+    "--glob=!**/.bzr",
+    "--glob=!**/.bzr/**",
+    "--glob=!**/.jj",
+    "--glob=!**/.jj/**",
+    "--glob=!**/.sl",
+    "--glob=!**/.sl/**",
+]
+# Upstream's glob argv has `--sort=modified` where ours has `--null` (deliberate differences, docs/behaviour.md,
+# "Glob": NUL-separated output, and the daemon sorts by (mtime, path) itself) and a walk thread count
+# (performance.md).
+GLOB_HEAD = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", f"--threads={glob_mod.WALK_THREADS}"]
+
+
+def glob_argv(pattern: str, path: str | None = None) -> list[str]:
+    head = [a.format(pattern) for a in GLOB_HEAD]
+    return head + VCS + (["--", path] if path is not None else [])
+
+
+@case("T16")
+def test_glob_lists_files_hidden_and_ignored_included_vcs_excluded() -> None:
+    assert glob_mod.build_argv("**/*.ts", None, NO_DENY) == glob_argv("**/*.ts")
+
+
+@case("T17")
+def test_glob_path_with_a_space_is_one_argument_after_double_dash() -> None:
+    assert glob_mod.build_argv("*.md", "docs dir", NO_DENY) == glob_argv("*.md", "docs dir")
+
+
+@case("T18")
+def test_grep_asks_for_json_with_the_pattern_as_one_regexp() -> None:
+    assert grep_mod.build_argv("foo.*bar", None, None, NO_DENY) == ["--json", "--regexp=foo.*bar"]
+
+
+@case("T19")
+def test_grep_include_is_a_glob_and_a_dash_path_follows_double_dash() -> None:
+    assert grep_mod.build_argv("x", "-leading-dash", "*.{ts,tsx}", NO_DENY) == [
+        "--json",
+        "--regexp=x",
+        "--glob=*.{ts,tsx}",
+        "--",
+        "-leading-dash",
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["$(rm -rf /)", "`touch pwned`", 'say "hi there"', "it's", "a\nb", "--flag", "*?[a-z]{x,y}"],
+    ids=["T20", "T21", "T22", "T23", "T24", "T25", "T26"],
+)
+def test_hostile_values_stay_one_inert_argument(raw: str) -> None:
+    assert grep_mod.build_argv(raw, None, None, NO_DENY) == ["--json", f"--regexp={raw}"]
+    assert glob_mod.build_argv(raw, None, NO_DENY)[1] == f"--glob={raw}"
+
+
+def test_deny_globs_are_appended_before_the_path() -> None:
+    deny = DenyGlobs((".env*", "*.pem"))
+    assert glob_mod.build_argv("*", "src", deny)[-4:] == ["--glob=!.env*", "--glob=!*.pem", "--", "src"]
+    assert grep_mod.build_argv("x", None, "*.ts", deny) == [
+        "--json",
+        "--regexp=x",
+        "--glob=*.ts",
+        "--glob=!.env*",
+        "--glob=!*.pem",
+    ]

@@ -93,6 +93,8 @@ def glob_argv(pattern: str, path: str | None = None) -> list[str]:
 class FakeSpill:
     """A spill store whose locator is `/spill/<name>`, as upstream's fake; can be told to fail."""
 
+    root = "/spill"
+
     def __init__(self, fail: bool = False) -> None:
         self.saves: list[tuple[str, str, str]] = []
         self.fail = fail

@@ -240,6 +240,12 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
         unreadable, bad_ignore_files = outcome.reported_paths, outcome.bad_ignore_files
         if not unreadable and not bad_ignore_files:
             unreadable = 1  # rg failed without saying on what: at least one path went unsearched
+        # Also told to the client (methods/logs.py), with ripgrep's first complaint, which the text leaves out.
+        first = stderr_excerpt(stderr, False).split("\n", 1)[0]
+        if unreadable:
+            log.warning(
+                "%s: ripgrep could not read %d path(s) of a search that found results: %s", tool, unreadable, first
+            )
         return RgResult(outcome.stdout, False, unreadable, size, bad_ignore_files)
     excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):

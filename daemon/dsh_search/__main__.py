@@ -36,7 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="store_true", help="print the daemon and ripgrep versions and exit")
     p.add_argument("--check", action="store_true", help="verify sidecar and config, print them as JSON, exit")
     p.add_argument("--config", metavar="FILE", help="JSON object with configuration keys")
-    p.add_argument("--workdir", metavar="DIR", help="default cwd of searches (default: current directory)")
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="default cwd of searches (default: the MCP client's first root when it shares roots, else the "
+        "current directory, refused when that is /)",
+    )
     p.add_argument("--framing", choices=("auto", "ndjson", "lsp"), default="auto", help="default: auto")
     p.add_argument(
         "--log-level", choices=("debug", "info", "warning", "error"), default="warning", help="stderr logging"
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="dsh-search %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # stderr keeps --log-level when an MCP client asks for more
+        handler.setLevel(logging.getLogger().level)
     try:
         rg: Ripgrep = verify(locate(getattr(args, "rg", None), os.environ), os.environ)
     except SidecarError as err:
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from dsh_search.wiring import serve
 
     framing = None if args.framing == "auto" else args.framing
-    return serve(config=config, rg=rg, workdir=workdir, framing=framing)
+    return serve(config=config, rg=rg, workdir=workdir, framing=framing, workdir_given=args.workdir is not None)
 
 
 if __name__ == "__main__":

@@ -65,10 +65,14 @@ KEYS: tuple[Key, ...] = (
     Key("scrollbackMaxBytes", "posint", 4_194_304),
     Key("scrollbackTotalMaxBytes", "posint", 268_435_456),
     Key("terminalSearchMaxResultBytes", "posint", 262_144),
+    Key("terminalSearch", "str", "auto"),  # auto | always | never: when tools/list shows terminal_search
     Key("allowedRoots", "list", ()),
     Key("denyGlobs", "list", ()),
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
+# terminalSearch: auto lists the MCP tool once a scrollback exists (the host appends one), always from the
+# start, never not at all (the native method is served whatever the mode).
+TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class Config:
     scrollback_max_bytes: int
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
+    terminal_search: str
     allowed_roots: tuple[str, ...]
     deny_globs: tuple[str, ...]
 
@@ -165,6 +170,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 raise ConfigError(f"dsh-search: {key.name} must be a non-empty string")
             if key.name == "spillDir":
                 value = os.path.abspath(os.path.expanduser(value))
+            if key.name == "terminalSearch" and value not in TERMINAL_SEARCH_MODES:
+                raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
         else:  # list
             if value is None:
                 value = ()

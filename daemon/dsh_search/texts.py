@@ -138,6 +138,13 @@ INCLUDE_EMPTY = "include must be a non-empty glob when given"
 INCLUDE_NEGATED = 'include must be a positive glob filter; negated patterns ("!…") are not supported'
 INCLUDE_LIST = "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
 OUTSIDE_ALLOWED_ROOTS = "path is outside the allowed roots"
+# Not upstream's: the daemon was started in / with no --workdir, and no MCP client roots are known, so a
+# search without an absolute cwd or path would walk the whole disk (docs/mcp.md, "Roots and workspace").
+NO_WORKSPACE = (
+    "no workspace is set, and searching the whole disk (/) by default is refused; pass an absolute path, "
+    "or have the user start dsh-search with --workdir <project directory> or use a client that shares its "
+    "workspace roots"
+)
 
 
 def invalid_arguments(violations: list[str]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from dsh_search import __version__, memory, texts
 from dsh_search.config import Config
-from dsh_search.methods import lifecycle, mcp, scrollback, spill_read
+from dsh_search.methods import lifecycle, logs, mcp, progress, roots, scrollback, spill_read
 from dsh_search.methods.context import Context
 from dsh_search.methods.dispatch import NOID, Request, dispatch_request, to_response, to_serializable_one
 from dsh_search.methods.errors import SEARCH_ABORTED, ToolError
@@ -33,6 +33,8 @@ log = logging.getLogger("dsh_search")
 
 METHODS: tuple[MethodSpec, ...] = (
     *lifecycle.SPECS,
+    *roots.SPECS,
+    logs.SPEC,
     *mcp.SPECS,
     glob.SPEC,
     grep.SPEC,
@@ -68,12 +70,13 @@ def cancelled_answer(methods: MethodTable, call: jsonrpc.Call, reason: CancelRea
     return jsonrpc.error(call.id, err.jsonrpc_code, err.message, err.data())
 
 
-def make_context(config: Config, rg: Ripgrep, workdir: str) -> Context:
+def make_context(config: Config, rg: Ripgrep, workdir: str, *, workdir_given: bool = True) -> Context:
     return Context(
         config=config,
         rg=rg,
         rg_env=child_environment(os.environ, frozen=is_frozen()),
         workdir=workdir,
+        workdir_given=workdir_given,
         version=__version__,
         spill=SpillStore(
             config.spill_dir,
@@ -87,7 +90,12 @@ def make_context(config: Config, rg: Ripgrep, workdir: str) -> Context:
 
 
 def make_dispatch(ctx: Context) -> Callable[[jsonrpc.Call], Awaitable[dict[str, Any] | None]]:
-    """One call through jsonrpcserver (method lookup, argument binding, result/error mapping)."""
+    """One call through jsonrpcserver (method lookup, argument binding, result/error mapping).
+
+    Runs in the request's own task (transport/requests.py). A tool call that asked for progress reports
+    it while it runs (methods/progress.py), and stops before this returns, so before the answer is
+    written; a search waits (bounded) for a `roots/list` that is out (methods/roots.py).
+    """
     dispatchers = ctx.methods.dispatchers()
 
     async def dispatch(call: jsonrpc.Call) -> dict[str, Any] | None:
@@ -97,9 +105,17 @@ def make_dispatch(ctx: Context) -> Callable[[jsonrpc.Call], Awaitable[dict[str, 
                 if call.is_notification
                 else jsonrpc.error(call.id, jsonrpc.INVALID_REQUEST, "server is shutting down")
             )
-        params: Any = [] if call.params is None else call.params
-        request = Request(call.method, params, NOID if call.is_notification else call.id)
-        _, outcome = await dispatch_request(dispatchers, ctx, request)
+        tool = None if call.is_notification else tool_of(ctx.methods, call)
+        reporter = progress.begin(ctx.notify, tool, call.params) if tool is not None else None
+        try:
+            if tool is not None:
+                await roots.settled(ctx)
+            params: Any = [] if call.params is None else call.params
+            request = Request(call.method, params, NOID if call.is_notification else call.id)
+            _, outcome = await dispatch_request(dispatchers, ctx, request)
+        finally:
+            if reporter is not None:
+                reporter.close()
         if call.is_notification:
             return None
         response = to_serializable_one(to_response(request, outcome))
@@ -109,8 +125,8 @@ def make_dispatch(ctx: Context) -> Callable[[jsonrpc.Call], Awaitable[dict[str, 
     return dispatch
 
 
-def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> int:
-    ctx = make_context(config, rg, workdir)
+def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, workdir_given: bool = True) -> int:
+    ctx = make_context(config, rg, workdir, workdir_given=workdir_given)
     server = Server(
         dispatch=make_dispatch(ctx),
         cancelled_answer=lambda call, reason: cancelled_answer(ctx.methods, call, reason),
@@ -120,11 +136,20 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None) -> 
         on_exit=ctx.groups.kill_all,
     )
     ctx.control = server
+    ctx.peer = server
     server.requests.on_idle = memory.ALLOCATOR.on_idle
     memory.tune_collector()
     # Retention also runs at start, off the main thread so the first request is not delayed.
     threading.Thread(target=_retain, args=(ctx.spill,), name="spill-retention", daemon=True).start()
-    return asyncio.run(server.serve())
+
+    async def run() -> int:
+        handler = logs.install(ctx)  # warnings to the client as notifications/message
+        try:
+            return await server.serve()
+        finally:
+            logs.uninstall(handler)
+
+    return asyncio.run(run())
 
 
 def _retain(store: SpillStore) -> None:

@@ -162,6 +162,8 @@ def test_close_frees_the_buffer(daemon: Daemon, session: str) -> None:
 
 
 def test_tools_list_and_tools_call(daemon: Daemon, session: str) -> None:
+    # Listed once a scrollback exists (--terminal-search auto; tests/mcp_sdk checks the listing itself).
+    append(daemon, session, "alpha\nbeta\ngamma beta\n")
     tools = {t["name"]: t for t in daemon.result("tools/list")["tools"]}
     tool = tools["terminal_search"]
     assert tool["annotations"] == {"readOnlyHint": True}
@@ -169,7 +171,6 @@ def test_tools_list_and_tools_call(daemon: Daemon, session: str) -> None:
     assert tool["inputSchema"]["required"] == ["sessionId", "pattern"]
     assert "terminal_read" in tool["description"]
 
-    append(daemon, session, "alpha\nbeta\ngamma beta\n")
     called = daemon.result(
         "tools/call", {"name": "terminal_search", "arguments": {"sessionId": session, "pattern": "beta"}}
     )

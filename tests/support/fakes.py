@@ -30,6 +30,8 @@ FAKE_HINT = "Use the fake retrieval hint."
 class FakeSpill:
     """A spill store whose locator is `/spill/<name>`, as upstream's fake; can be told to fail."""
 
+    root = "/spill"
+
     def __init__(self, fail: bool = False) -> None:
         self.saves: list[tuple[str, str, str]] = []
         self.fail = fail

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from dsh_search.config import Config
 from dsh_search.memory import ALLOCATOR
 from dsh_search.methods.registry import MethodTable
+from dsh_search.methods.session import Session
 from dsh_search.search.paths import DenyGlobs
 from dsh_search.search.ripgrep import Limits, LiveGroups
 from dsh_search.sidecar import Ripgrep
@@ -25,21 +26,37 @@ class Control(Protocol):
     def request_exit(self) -> None: ...
 
 
+class Peer(Protocol):
+    """The client's side of the connection, as methods may use it: notifications and requests to it."""
+
+    def notify(self, method: str, params: Any = None) -> None: ...
+
+    async def ask(self, method: str, params: Any, wait_s: float) -> Any: ...
+
+
 @dataclass
 class Context:
     config: Config
     rg: Ripgrep
     rg_env: dict[str, str]  # the scrubbed environment every rg child gets
-    workdir: str  # default cwd of a search (--workdir)
+    workdir: str  # default cwd of a search (--workdir, else the daemon's cwd)
     version: str
     spill: SpillStore
     deny_globs: DenyGlobs
     methods: MethodTable
     groups: LiveGroups = field(default_factory=LiveGroups)
     control: Control | None = None
+    peer: Peer | None = None
+    workdir_given: bool = True  # --workdir was passed: the client's roots are neither asked for nor used
+    session: Session = field(default_factory=Session)
     shutting_down: bool = False  # after `shutdown`: only `exit` is served
     _slots: asyncio.Semaphore | None = None
     _terminals: Terminals | None = None
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification to the client (dropped when no server runs, as in unit tests)."""
+        if self.peer is not None:
+            self.peer.notify(method, params)
 
     @property
     def rg_limits(self) -> Limits:

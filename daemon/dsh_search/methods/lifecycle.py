@@ -20,10 +20,14 @@ def instructions(ctx: Context) -> str:
 
 async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     asked = params.get("protocolVersion") if isinstance(params, dict) else None
+    capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    ctx.session.mcp = isinstance(asked, str)
+    ctx.session.client_roots = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
     return {
         "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
         "serverInfo": {"name": "dsh-search", "version": ctx.version},
-        "capabilities": {"tools": {}},
+        # tools.listChanged: terminal_search joins the list once a scrollback exists (methods/mcp.py).
+        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
         "instructions": instructions(ctx),
         "guidance": {
             "glob": texts.glob_guidance(ctx.config.sample_over_cap_glob_results),

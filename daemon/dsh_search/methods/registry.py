@@ -38,6 +38,7 @@ class ToolFace:
     describe: Callable[[Config], str]
     input_schema: dict[str, Any]  # model-facing: without the host-only fields
     host_fields: tuple[str, ...] = ()  # params an MCP client passes in `tools/call`'s `_meta` instead
+    listed: Callable[[Context], bool] | None = None  # whether tools/list shows it now (None: always)
 
 
 @dataclass(frozen=True)

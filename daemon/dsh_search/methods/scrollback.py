@@ -54,6 +54,24 @@ def integer_param(params: dict[str, Any], name: str, default: int, minimum: int)
     return value
 
 
+def terminal_search_listed(ctx: Context) -> bool:
+    """Whether MCP's tools/list shows terminal_search (`terminalSearch`): always, never, or (auto) once a
+    scrollback producer exists — the host has appended output — since before that every call of it can
+    only answer "unknown terminal session"."""
+    mode = ctx.config.terminal_search
+    return mode == "always" or (mode == "auto" and ctx.session.terminal_search_announced)
+
+
+def announce_terminal_search(ctx: Context) -> None:
+    """The first append makes terminal_search a tool (auto mode): MCP clients are told the list changed."""
+    session = ctx.session
+    if session.terminal_search_announced:
+        return
+    session.terminal_search_announced = True
+    if ctx.config.terminal_search == "auto" and session.mcp:
+        ctx.notify("notifications/tools/list_changed")
+
+
 # --- scrollback/append ----------------------------------------------------------------------------------
 
 
@@ -72,6 +90,7 @@ async def append(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         buffer = ctx.terminals.append_text(session_id, text)
     else:
         buffer = ctx.terminals.append_bytes(session_id, raw)
+    announce_terminal_search(ctx)
     return {"totalLines": buffer.total_lines, "truncated": buffer.truncated}
 
 

@@ -24,7 +24,9 @@ from dsh_search.methods import errors
 from dsh_search.methods.context import Context
 from dsh_search.methods.errors import ToolError
 from dsh_search.methods.params import object_schema
+from dsh_search.methods.progress import counting_sink
 from dsh_search.methods.registry import ToolFace
+from dsh_search.methods.roots import workspace_roots
 from dsh_search.search import ripgrep
 from dsh_search.search.batches import Batches
 from dsh_search.search.jscompat import js_trim
@@ -42,11 +44,53 @@ _SYNTAX_REJECTION = re.compile(
 )
 
 
-SEARCH_RESULT: dict[str, Any] = {
-    "type": "object",
-    "properties": {"text": {"type": "string"}, "meta": {"type": "object"}, "spill": {"type": ["object", "null"]}},
-    "required": ["text", "meta", "spill"],
-}
+# The result of glob and grep, as rpc.discover and MCP's outputSchema describe it. `meta` has one of two
+# shapes (presentation.py): glob's paths, grep's matches grouped by file; `spill` is null when nothing was
+# saved.
+SPILL_REF: dict[str, Any] = object_schema(
+    {"locator": {"type": "string"}, "bytes": {"type": "integer"}, "retrievalHint": {"type": "string"}},
+    ["locator", "bytes", "retrievalHint"],
+)
+PATHS_META: dict[str, Any] = object_schema(
+    {
+        "shape": {"type": "string", "enum": ["paths"]},
+        "paths": {"type": "array", "items": {"type": "string"}},
+        "truncated": {"type": "boolean"},
+        "total": {"type": "integer"},
+    },
+    ["shape", "paths", "truncated", "total"],
+)
+MATCHES_META: dict[str, Any] = object_schema(
+    {
+        "shape": {"type": "string", "enum": ["matches"]},
+        "files": {
+            "type": "array",
+            "items": object_schema(
+                {
+                    "path": {"type": "string"},
+                    "matches": {
+                        "type": "array",
+                        "items": object_schema(
+                            {"lineNumber": {"type": "integer"}, "line": {"type": "string"}}, ["lineNumber", "line"]
+                        ),
+                    },
+                },
+                ["path", "matches"],
+            ),
+        },
+        "truncated": {"type": "boolean"},
+        "total": {"type": "integer"},
+    },
+    ["shape", "files", "truncated", "total"],
+)
+SEARCH_RESULT: dict[str, Any] = object_schema(
+    {
+        "text": {"type": "string"},
+        "meta": {"oneOf": [PATHS_META, MATCHES_META]},
+        "spill": {"oneOf": [SPILL_REF, {"type": "null"}]},
+    },
+    ["text", "meta", "spill"],
+)
 SEARCH_ERRORS = errors.openrpc_errors(
     errors.INVALID_ARGS,
     errors.SEARCH_INVALID_PATTERN,
@@ -96,19 +140,41 @@ class RgResult:
 
 
 def resolve(ctx: Context, params: dict[str, Any]) -> Where:
-    """The cwd and path of a search, confined to the allowed roots when configured.
+    """The cwd and path of a search, confined to the allowed roots and the client's roots when set.
 
     rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
     `link -> ../a/b`, that is `w/a`, not the `w/x` a lexical normalisation gives. Display paths are
     relative to the same directory and confinement looks at its real path, so all three agree.
+
+    The workspace (the default cwd, and what a relative cwd joins) is --workdir; without it, the MCP
+    client's first root when it shared roots (methods/roots.py), else the daemon's own directory — which
+    is refused when it is `/` and neither cwd nor path is absolute (texts.NO_WORKSPACE). Whatever the
+    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there.
     """
     cwd = params.get("cwd")
-    named = ctx.workdir if cwd is None else os.path.join(ctx.workdir, cwd)
-    base = directory_name(named)
     path = params.get("path")
-    roots = ctx.config.allowed_roots
-    if roots and (not confined(base, roots) or (path is not None and not confined(os.path.join(base, path), roots))):
-        raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
+    client_roots = workspace_roots(ctx)
+    home = client_roots[0].path if client_roots else ctx.workdir
+    if (
+        not client_roots
+        and not ctx.workdir_given
+        and home == "/"
+        and not (cwd or "").startswith("/")
+        and not (path or "").startswith("/")
+    ):
+        raise errors.invalid_args(texts.NO_WORKSPACE)
+    named = home if cwd is None else os.path.join(home, cwd)
+    base = directory_name(named)
+    allowed = ctx.config.allowed_roots
+    confinements = [roots for roots in (allowed, tuple(r.real for r in client_roots)) if roots]
+    if confinements:
+        spill = (os.path.realpath(ctx.spill.root),)
+
+        def permitted(where: str) -> bool:
+            return all(confined(where, roots) for roots in confinements) or confined(where, spill)
+
+        if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
+            raise errors.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
     return Where(cwd=base, path=path, named=named, deny=ctx.deny_globs.for_search(base, path))
 
 
@@ -148,7 +214,7 @@ async def run_rg(
                 env=ctx.rg_env,
                 limits=ctx.rg_limits,
                 groups=ctx.groups,
-                stdout_sink=sink,
+                stdout_sink=counting_sink(sink),  # the progress hook: `sink` itself unless progress was asked
                 stdin_data=stdin_data,
             )
         except ripgrep.LaunchError as exc:
@@ -174,6 +240,12 @@ def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callabl
         unreadable, bad_ignore_files = outcome.reported_paths, outcome.bad_ignore_files
         if not unreadable and not bad_ignore_files:
             unreadable = 1  # rg failed without saying on what: at least one path went unsearched
+        # Also told to the client (methods/logs.py), with ripgrep's first complaint, which the text leaves out.
+        first = stderr_excerpt(stderr, False).split("\n", 1)[0]
+        if unreadable:
+            log.warning(
+                "%s: ripgrep could not read %d path(s) of a search that found results: %s", tool, unreadable, first
+            )
         return RgResult(outcome.stdout, False, unreadable, size, bad_ignore_files)
     excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
     if _SYNTAX_REJECTION.search(excerpt):

@@ -17,7 +17,7 @@ from dsh_search.methods.context import Context
 from dsh_search.methods.errors import invalid_args
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec, ToolFace
-from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of
+from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of, terminal_search_listed
 from dsh_search.search.core import SEARCH_ERRORS, Where, bounded, run_rg
 from dsh_search.store.scrollback import Snapshot
 
@@ -197,5 +197,5 @@ SPEC = MethodSpec(
     errors=SEARCH_ERRORS,
     wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
     handler=terminal_search,
-    tool=ToolFace(lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION, SEARCH_PARAMS),
+    tool=ToolFace(lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION, SEARCH_PARAMS, listed=terminal_search_listed),
 )

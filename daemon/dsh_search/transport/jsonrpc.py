@@ -1,5 +1,9 @@
 """The JSON-RPC 2.0 envelope, sans IO: one framed message in, validated calls or an envelope error out.
 
+A message can also carry the peer's *responses* to requests the daemon sent it (MCP's `roots/list`):
+an object with `jsonrpc`, an `id`, no `method` and exactly one of `result` and `error` is a `Reply`,
+routed to whoever sent the request and never answered itself.
+
 `jsonrpcserver` does method lookup, argument binding and result/error mapping, but on its own it does
 not conform (it answers a whole batch with one error when any element is invalid, and rejects
 `"params": null`). So the envelope is checked here, element by element, and only well-formed calls
@@ -50,8 +54,17 @@ class Invalid:
 
 
 @dataclass(frozen=True)
+class Reply:
+    """A response from the peer to a request the daemon sent; `error` is None on success."""
+
+    id: Any
+    result: Any
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Incoming:
-    items: list[Call | Invalid]
+    items: list[Call | Invalid | Reply]
     is_batch: bool
 
 
@@ -67,9 +80,29 @@ def valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
-def _element(obj: Any) -> Call | Invalid:
+def _reply(obj: dict[str, Any]) -> Reply | None:
+    """`obj` as a response to one of our requests: no `method`, and a `result` or an `error`. Such an
+    object is never answered (a response to a response could only bounce between the two peers);
+    one whose id is not ours is dropped."""
+    if "method" in obj or not ("result" in obj or "error" in obj):
+        return None
+    id_ = obj.get("id")
+    if not valid_id(id_):
+        id_ = None
+    if "error" in obj:
+        error = obj["error"]
+        if not isinstance(error, dict):
+            error = {"code": INVALID_REQUEST, "message": "malformed error object"}
+        return Reply(id_, None, error)
+    return Reply(id_, obj["result"], None)
+
+
+def _element(obj: Any) -> Call | Invalid | Reply:
     if not isinstance(obj, dict):
         return Invalid(None, "a request must be a JSON object")
+    reply = _reply(obj)
+    if reply is not None:
+        return reply
     has_id = "id" in obj
     raw_id = obj.get("id")
     if has_id and not valid_id(raw_id):

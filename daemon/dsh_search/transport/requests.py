@@ -10,6 +10,9 @@ Cancellation reasons:
 - CALLER: `$/cancelRequest` (LSP) → error -32800;
 - CLIENT: MCP's `notifications/cancelled` → no answer at all, as MCP requires;
 - SHUTDOWN: `exit`, a signal, a host gone → `SEARCH_ABORTED`, written best effort before exiting.
+
+The peer's responses to the daemon's own requests (`jsonrpc.Reply`) are handed to `on_reply` and never
+answered, alone or inside a batch.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class RequestTable:
         self._idle.set()
         self.on_exit: Callable[[], None] = lambda: None  # the `exit` notification
         self.on_idle: Callable[[], None] = lambda: None  # every call taken in has been answered
+        self.on_reply: Callable[[jsonrpc.Reply], None] = lambda _reply: None  # answers to our requests
 
     # -- intake --------------------------------------------------------------------------------------
 
@@ -83,14 +87,19 @@ class RequestTable:
         """Start every call of one message; invalid elements are answered at once."""
         if not incoming.is_batch:
             item = incoming.items[0]
-            if isinstance(item, jsonrpc.Invalid):
+            if isinstance(item, jsonrpc.Reply):
+                self.on_reply(item)
+            elif isinstance(item, jsonrpc.Invalid):
                 self._send(_invalid(item))
             elif not self._handled_inline(item):
                 self._start(item, None, 0)
             return
         batch = _Batch(len(incoming.items), self._send)
         for index, item in enumerate(incoming.items):
-            if isinstance(item, jsonrpc.Invalid):
+            if isinstance(item, jsonrpc.Reply):
+                self.on_reply(item)
+                batch.answer(index, None)
+            elif isinstance(item, jsonrpc.Invalid):
                 batch.answer(index, _invalid(item))
             elif self._handled_inline(item):
                 batch.answer(index, None)

@@ -28,6 +28,7 @@ from typing import Any
 
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.framing import BadFrame, Decoder, Framing, Message, Oversized, encode
+from dsh_search.transport.outgoing import OutgoingRequests
 from dsh_search.transport.requests import CancelledAnswer, Dispatch, RequestTable
 
 log = logging.getLogger("dsh_search.server")
@@ -60,6 +61,8 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.requests = RequestTable(dispatch, cancelled_answer, self.send)
         self.requests.on_exit = self.request_exit
+        self.outgoing = OutgoingRequests(self.send)  # the daemon's own requests to the peer
+        self.requests.on_reply = self.outgoing.on_reply
         self._finish: asyncio.Future[str] | None = None
         self._abort = asyncio.Event()  # set by any ending that must not wait for running requests
         self._input_closed = False
@@ -80,6 +83,7 @@ class Server:
 
         reason = await self._finish
         log.info("exiting: %s", reason)
+        self.outgoing.close()  # nothing waits on a peer that is going away
         drained = asyncio.ensure_future(self.requests.drained())
         if reason == "eof":
             # The host closed its end of stdin: answer what is running, then go (unless told otherwise).
@@ -103,6 +107,17 @@ class Server:
 
     def request_exit(self) -> None:
         self._end("exit")
+
+    def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification to the peer."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    async def ask(self, method: str, params: Any, wait_s: float) -> Any:
+        """Send a request to the peer and wait for its result (see outgoing.py)."""
+        return await self.outgoing.request(method, params, wait_s)
 
     def running_requests(self, exclude: asyncio.Task[Any] | None = None) -> list[asyncio.Task[Any]]:
         return list(self.requests.running_requests(exclude))

@@ -1,0 +1,110 @@
+"""The client's roots as the workspace (MCP `roots`), when the daemon was given no `--workdir`.
+
+Flow: `initialize` records whether the client declared the `roots` capability; once
+`notifications/initialized` arrives the daemon asks `roots/list` (a request from the server to the
+client), and asks again on every `notifications/roots/list_changed` (a change that arrives while a
+request is out is fetched again right after it). Only `file://` roots on this host count
+(session.root_from_uri). With roots known, the first root is the default `cwd` of a search, a
+relative `cwd` or `path` resolves against it, and a search outside every root is refused as one outside
+`allowedRoots` is (core.resolve).
+
+No deadlock, no unbounded wait: each `roots/list` has a timeout (`ROOTS_TIMEOUT_S`); a search that
+arrives while one is out waits for it at most that long (`settled`), then uses what is known. A client
+that fails to answer, answers an error, or lists no usable root leaves the workspace as if it had no
+roots: the daemon's own directory, which is refused when it is `/` (texts.NO_WORKSPACE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from dsh_search.methods.context import Context
+from dsh_search.methods.registry import MethodSpec
+from dsh_search.methods.session import Root, roots_from_result
+from dsh_search.transport.outgoing import PeerError
+
+log = logging.getLogger("dsh_search.roots")
+
+ROOTS_TIMEOUT_S = 5.0
+
+
+def applies(ctx: Context) -> bool:
+    """Whether the client's roots make the workspace: it offers them and no --workdir was given."""
+    return ctx.session.client_roots and not ctx.workdir_given
+
+
+def workspace_roots(ctx: Context) -> tuple[Root, ...]:
+    """The client's roots in effect for a search now (empty: none, the daemon's directory rules)."""
+    if not applies(ctx):
+        return ()
+    return ctx.session.roots or ()
+
+
+def refresh(ctx: Context) -> None:
+    """Ask the client for its roots (again); coalesced with a request already out."""
+    session = ctx.session
+    if not applies(ctx) or ctx.peer is None:
+        return
+    if session.roots_fetch is not None and not session.roots_fetch.done():
+        session.roots_stale = True
+        return
+    session.roots_fetch = asyncio.ensure_future(_fetch(ctx))
+
+
+async def _fetch(ctx: Context) -> None:
+    session = ctx.session
+    assert ctx.peer is not None
+    while True:
+        session.roots_stale = False
+        try:
+            result = await ctx.peer.ask("roots/list", None, ROOTS_TIMEOUT_S)
+        except (PeerError, TimeoutError) as exc:
+            what = "did not answer in time" if isinstance(exc, TimeoutError) else f"answered {exc}"
+            log.warning("roots/list: the client %s; keeping the roots known so far", what)
+            if session.roots is None:
+                session.roots = ()
+        else:
+            session.roots = roots_from_result(result)
+            log.info("client roots: %s", ", ".join(r.path for r in session.roots) or "(none usable)")
+        if not session.roots_stale:
+            return
+
+
+async def settled(ctx: Context) -> None:
+    """Wait (at most ROOTS_TIMEOUT_S) for a `roots/list` that is out, so a search uses its answer."""
+    fetch = ctx.session.roots_fetch
+    if fetch is None or fetch.done() or not applies(ctx):
+        return
+    with contextlib.suppress(Exception):  # a timeout included: go on with what is known
+        await asyncio.wait_for(asyncio.shield(fetch), ROOTS_TIMEOUT_S)
+
+
+async def initialized(ctx: Context, params: Any) -> None:
+    ctx.session.initialized = True
+    refresh(ctx)
+
+
+async def list_changed(ctx: Context, params: Any) -> None:
+    refresh(ctx)
+
+
+SPECS = (
+    MethodSpec(
+        "notifications/initialized",
+        summary="MCP: the client is ready. A client that declared `roots` is then asked for them (`roots/list`) "
+        "unless --workdir was given.",
+        handler=initialized,
+        result={"type": "null"},
+        check_params=False,
+    ),
+    MethodSpec(
+        "notifications/roots/list_changed",
+        summary="MCP: the client's roots changed; they are fetched again (`roots/list`).",
+        handler=list_changed,
+        result={"type": "null"},
+        check_params=False,
+    ),
+)

@@ -1,0 +1,85 @@
+"""What the daemon knows about the client it serves: whether it is an MCP client, the roots it shared,
+the log level it asked for, and whether terminal_search has been announced.
+
+One daemon serves one client over stdin/stdout, so this is one object per process (`Context.session`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+# MCP's log levels (RFC 5424 severities), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str  # absolute, as the client's URI names it (the base of display paths)
+    real: str  # its real path (symlinks resolved), what confinement compares against
+    name: str | None = None
+
+
+def root_from_uri(uri: Any) -> str | None:
+    """The local directory a `file://` root URI names, or None for anything else.
+
+    Only `file:` URIs on this host count (`file:///p` or `file://localhost/p`); the path is
+    percent-decoded to bytes and then to a file name as the OS spells it (non-UTF-8 bytes survive as
+    surrogate escapes), and normalised (`.`, `//`, a trailing `/`). A URI with a query, a fragment, a
+    NUL or a relative path is not a root.
+    """
+    if not isinstance(uri, str):
+        return None
+    try:
+        parts = urllib.parse.urlsplit(uri)
+    except ValueError:
+        return None
+    if parts.scheme.lower() != "file" or parts.netloc.lower() not in ("", "localhost"):
+        return None
+    if parts.query or parts.fragment:
+        return None
+    path = os.fsdecode(urllib.parse.unquote_to_bytes(parts.path))
+    if not path.startswith("/") or "\0" in path:
+        return None
+    return os.path.normpath(path) if path != "/" else "/"
+
+
+def roots_from_result(result: Any) -> tuple[Root, ...]:
+    """The usable roots of a `roots/list` result, in the client's order, duplicates dropped."""
+    items = result.get("roots") if isinstance(result, dict) else None
+    found: list[Root] = []
+    seen: set[str] = set()
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        path = root_from_uri(item.get("uri"))
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        name = item.get("name")
+        found.append(Root(path, os.path.realpath(path), name if isinstance(name, str) else None))
+    return tuple(found)
+
+
+@dataclass
+class Session:
+    mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
+    client_roots: bool = False  # the client declared the `roots` capability
+    initialized: bool = False  # `notifications/initialized` arrived
+    roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
+    roots_fetch: asyncio.Task[None] | None = None  # a `roots/list` in flight
+    roots_stale: bool = False  # list_changed arrived while a fetch was in flight: fetch again
+    log_level: str | None = None  # set by logging/setLevel
+    terminal_search_announced: bool = False  # listed in tools/list (auto mode: after a scrollback exists)
+
+    def log_threshold(self) -> str | None:
+        """The least severe level sent as `notifications/message`, or None: send none.
+
+        An MCP client gets warnings and worse until it sets a level of its own; a host that is not an MCP
+        client gets log messages only once it asks for them with logging/setLevel."""
+        if self.log_level is not None:
+            return self.log_level
+        return "warning" if self.mcp else None

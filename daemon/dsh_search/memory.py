@@ -41,8 +41,15 @@ class Allocator:
     def __init__(self) -> None:
         self._libc: Any = None  # glibc through ctypes, loaded on first use: ctypes costs ms at start-up
         self._loaded = False
-        self._last_release = time.monotonic()  # the first trim waits a second: start-up stays lean
+        self._last_release = time.monotonic()  # the first trim waits a second
         self._scheduled = False
+
+    def tune(self) -> None:
+        """Cap malloc's arenas now, before the daemon starts its threads (each thread that meets a busy
+        arena would otherwise get one of its own, and keep its memory: nine arenas of ~2 MB each were
+        seen under load when the cap came later). ctypes is already loaded by then in the frozen
+        executable (PyInstaller's bootstrap imports it), so this costs a dlopen of the running program."""
+        self._glibc()
 
     def _glibc(self) -> Any:
         if not self._loaded:

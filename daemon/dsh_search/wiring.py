@@ -126,6 +126,7 @@ def make_dispatch(ctx: Context) -> Callable[[jsonrpc.Call], Awaitable[dict[str, 
 
 
 def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, workdir_given: bool = True) -> int:
+    memory.ALLOCATOR.tune()  # before any thread starts
     ctx = make_context(config, rg, workdir, workdir_given=workdir_given)
     server = Server(
         dispatch=make_dispatch(ctx),

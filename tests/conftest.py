@@ -12,17 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "dist"
 
 
-def _shared_dir() -> Path:
-    """The project's shared/ folder (the spec and its vectors): DSH_SHARED, else beside the checkout,
-    else where the workplace keeps it, else the copy in tests/data (kept in sync by a test)."""
-    candidates = [os.environ.get("DSH_SHARED"), ROOT.parent / "shared", "/work/shared"]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "jsonrpc-vectors.json").is_file():
-            return Path(candidate)
-    return ROOT / "tests" / "data"
-
-
-SHARED = _shared_dir()
+# Test data kept in the repository: the JSON-RPC envelope vectors (jsonrpc-vectors.json).
+SHARED = ROOT / "tests" / "data"
 
 # A regex with no required literal over Unicode word classes: ripgrep has to run its regex engine over
 # every line, which takes about a second per 20 MB on one core, and it matches nothing in the slow

@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="store_true", help="print the daemon and ripgrep versions and exit")
     p.add_argument("--check", action="store_true", help="verify sidecar and config, print them as JSON, exit")
     p.add_argument(
-        "--config", metavar="FILE", help="JSON object with configuration keys (named as below); flags override it"
+        "--config",
+        metavar="FILE",
+        help="JSON object of configuration keys (camelCase names, e.g. globMaxResults); flags override it",
     )
     p.add_argument("--workdir", metavar="DIR", help="default cwd of searches (default: the current directory)")
     p.add_argument(

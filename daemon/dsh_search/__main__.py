@@ -13,7 +13,7 @@ import sys
 from typing import Any, NoReturn
 
 from dsh_search import __version__
-from dsh_search.config import KEYS, ConfigError, build, load_file, parse_flag_value
+from dsh_search.config import KEYS, ConfigError, Key, build, load_file, parse_flag_value
 from dsh_search.search.paths import directory_name, same_directory
 from dsh_search.sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
 
@@ -27,33 +27,73 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"dsh-search: {message} (see --help)\n")
 
 
+USAGE = "dsh-search --sample-over-cap-glob-results true|false [options]"
+EXIT_STATUS_HELP = (
+    "Exit status: 0 normal end (exit, a signal, stdin closed), 2 invalid configuration or usage, 3 unusable "
+    "ripgrep sidecar; each failure writes one line to stderr. 127 before any output usually means the "
+    "launcher could not run what it unpacked into $TMPDIR (a noexec mount)."
+)
+_METAVARS = {
+    "bool": "true|false",
+    "posint": "N",
+    "str": "TEXT",
+    "list": "VALUE",
+    "spillDir": "DIR",
+    "allowedRoots": "DIR",
+    "denyGlobs": "GLOB",
+}
+
+
+def key_help(key: Key) -> str:
+    """A configuration flag's --help text: meaning, key name, accepted values and default."""
+    default = "required, no default" if key.required else f"default: {key.default_description}"
+    text = f"{key.help} [{key.name}: {key.values}; {default}]"
+    return ("REQUIRED. " if key.required else "") + text.replace("%", "%%")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="dsh-search",
+        usage=USAGE,
         description="JSON-RPC 2.0 search daemon (glob, grep, terminal scrollback) on stdin/stdout.",
-        epilog="Exit status: 0 ok, 2 invalid configuration, 3 unusable ripgrep sidecar.",
+        epilog=EXIT_STATUS_HELP,
     )
     p.add_argument("--version", action="store_true", help="print the daemon and ripgrep versions and exit")
     p.add_argument("--check", action="store_true", help="verify sidecar and config, print them as JSON, exit")
-    p.add_argument("--config", metavar="FILE", help="JSON object with configuration keys")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="JSON object of configuration keys (camelCase names, e.g. globMaxResults); flags override it",
+    )
     p.add_argument(
         "--workdir",
         metavar="DIR",
         help="default cwd of searches (default: the MCP client's first root when it shares roots, else the "
         "current directory, refused when that is /)",
     )
-    p.add_argument("--framing", choices=("auto", "ndjson", "lsp"), default="auto", help="default: auto")
     p.add_argument(
-        "--log-level", choices=("debug", "info", "warning", "error"), default="warning", help="stderr logging"
+        "--framing",
+        choices=("auto", "ndjson", "lsp"),
+        default="auto",
+        help="message framing; auto detects it from the first byte of input (default: auto)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="stderr logging (default: warning)",
     )
     if not is_frozen():
         p.add_argument("--rg", metavar="PATH", help="ripgrep binary (unfrozen daemon only)")
+    keys = p.add_argument_group(
+        "configuration keys",
+        "Each flag sets the key named in brackets; a flag overrides the same key in --config FILE. "
+        "--allowed-root and --deny-glob add one list entry each time they are given.",
+    )
     for key in KEYS:
-        if key.kind == "list":
-            p.add_argument(key.flag, dest=key.name, action="append", metavar="VALUE", help=f"{key.name} entry")
-        else:
-            metavar = {"bool": "true|false", "posint": "N", "str": "TEXT"}[key.kind]
-            p.add_argument(key.flag, dest=key.name, metavar=metavar, help=f"set {key.name}")
+        metavar = _METAVARS.get(key.name) or _METAVARS[key.kind]
+        action = "append" if key.kind == "list" else "store"
+        keys.add_argument(key.flag, dest=key.name, action=action, metavar=metavar, help=key_help(key))
     return p
 
 

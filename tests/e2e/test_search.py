@@ -1,7 +1,8 @@
 """glob and grep end to end: the frozen executable, its real sidecar, real trees, both framings.
 
-Covers upstream's integration cases (shared/upstream-behavior.md §8.2, I1–I15), the SPEC's fixes,
-every error code, timeouts, cancellation, queueing, the spill store and hostile inputs.
+Covers upstream's integration cases I1–I15 and the fixes (docs/behaviour.md, "Upstream's integration
+cases" and "Where we differ from upstream"), every error code, timeouts, cancellation, queueing, the
+spill store and hostile inputs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from tests.support.trees import SLOW_PATTERN, many_files, rich_tree, write, writ
 FRAMINGS = ["ndjson", "lsp"]
 
 
-# --- upstream integration cases (§8.2) ----------------------------------------------------------------
+# --- upstream's integration cases (docs/behaviour.md) ---------------------------------------------------
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
@@ -507,7 +508,7 @@ def test_nul_bytes_and_huge_patterns(start: MakeDaemon, fx: Path) -> None:
     assert d.result("ping") == {}
 
 
-# --- confinement and deny globs (SPEC §9) ----------------------------------------------------------------------
+# --- confinement and deny globs (docs/behaviour.md) ------------------------------------------------------------
 
 
 def test_allowed_roots(start: MakeDaemon, tmp_path: Path, fx: Path) -> None:

@@ -163,6 +163,11 @@ def test_version_and_help(exe: Path) -> None:
     assert "ripgrep 15.2.0" in done.stdout.decode()
     done = run(exe, "--help")
     assert done.returncode == 0 and b"--sample-over-cap-glob-results" in done.stdout
+    text = " ".join(done.stdout.decode().split())  # argparse wraps at the terminal's width
+    assert "--sample-over-cap-glob-results true|false REQUIRED. How a glob result over globMaxResults" in text
+    assert "[globMaxResults: a positive integer; default: 100]" in text
+    assert "[graceMs: a positive integer, at most 2147483647; default: 3000]" in text
+    assert "--rg " not in text  # frozen: the sidecar only
 
 
 def test_workdir_must_exist(exe: Path, tmp_path: Path) -> None:

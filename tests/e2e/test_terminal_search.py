@@ -1,4 +1,4 @@
-"""Terminal scrollback through the frozen executable over real pipes, in both framings (SPEC §8)."""
+"""Terminal scrollback through the frozen executable over real pipes, in both framings (docs/terminal.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every envelope vector of shared/jsonrpc-vectors.json against the frozen executable, in both framings."""
+"""Every envelope vector of tests/data/jsonrpc-vectors.json against the frozen executable, in both framings."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def write(root: Path, rel: str | bytes, content: str | bytes = "", mtime_s: floa
 
 
 def upstream_fixture(root: Path) -> Path:
-    """shared/upstream-behavior.md §8.2's integration fixture."""
+    """The tree of upstream's integration cases (docs/behaviour.md, "Upstream's integration cases")."""
     write(root, "src/alpha.ts", "export const alpha = 1\n// TODO: refit alpha\n", 2000)
     write(root, "src/beta.ts", "export const beta = 2\n", 2020)
     write(root, "notes.md", "alpha appears here too\n", 2030)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -67,7 +66,7 @@ def test_batch_elements_are_independent() -> None:
 
 
 def test_every_shared_vector_classifies_as_expected() -> None:
-    """The envelope half of shared/jsonrpc-vectors.json, without any process (the e2e test runs them all)."""
+    """The envelope half of tests/data/jsonrpc-vectors.json, without any process (the e2e test runs them all)."""
     vectors = json.loads((SHARED / "jsonrpc-vectors.json").read_text())["vectors"]
     for v in vectors:
         got = rpc.parse(v["request"].encode())
@@ -95,9 +94,3 @@ def test_error_shape() -> None:
         "error": {"code": -32600, "message": "x"},
     }
     assert rpc.error(3, 1001, "m", {"code": "C"})["error"]["data"] == {"code": "C"}
-
-
-def test_vendored_vectors_match_the_shared_file() -> None:
-    """tests/data holds a copy of the vectors for checkouts away from shared/; it must not go stale."""
-    copy = Path(__file__).resolve().parents[1] / "data" / "jsonrpc-vectors.json"
-    assert json.loads(copy.read_text()) == json.loads((SHARED / "jsonrpc-vectors.json").read_text())

@@ -1,5 +1,5 @@
 """Terminal scrollback, sans IO: sanitising across chunk boundaries, decoding, retention, coordinates,
-search paging and rendering (SPEC §8)."""
+search paging and rendering (docs/terminal.md)."""
 
 from __future__ import annotations
 

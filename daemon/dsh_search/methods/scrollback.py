@@ -1,4 +1,5 @@
-"""Terminal scrollback methods: scrollback/append, scrollback/read, scrollback/close, terminal_search (SPEC §8).
+"""Terminal scrollback methods: scrollback/append, scrollback/read, scrollback/close, terminal_search
+(docs/terminal.md).
 
 The host streams each terminal's output here; the model searches it with `terminal_search`, whose
 offsets are terminal_read's. The buffers live in `ctx.terminals` (see scrollback.py). A literal search

@@ -1,4 +1,5 @@
-"""The `glob` tool: find files by glob pattern, oldest first by modification time (SPEC §4).
+"""The `glob` tool: find files by glob pattern, oldest first by modification time
+(docs/behaviour.md, "Glob").
 
 request → validated args → argv → rg --files (parallel, NUL-separated) → stat + sort by (mtime, path)
 → display paths → rendered page with footer + meta + complete list in the spill store.

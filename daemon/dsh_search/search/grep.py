@@ -1,4 +1,5 @@
-"""The `grep` tool: ripgrep regex search grouped by file as `Line N: …` (SPEC §5).
+"""The `grep` tool: ripgrep regex search grouped by file as `Line N: …` (docs/behaviour.md,
+"Grep").
 
 request → validated args → argv → rg --json → match records → sorted by (display path, line)
 → previewed lines → rendered page + meta + the complete result in the spill store.

@@ -78,7 +78,8 @@ def confined(path: str, roots: tuple[str, ...]) -> bool:
 
 
 class DenyGlobs:
-    """`denyGlobs` (SPEC §9): a path is denied when any glob matches it the way ripgrep's --glob would.
+    """`denyGlobs` (docs/behaviour.md, "Confinement and deny globs"): a path is denied when any glob
+    matches it the way ripgrep's --glob would.
 
     A glob without '/' matches the name of any component (file or directory) at any depth; one with
     '/' matches the path relative to the search's cwd. The globs come from configuration, not from the

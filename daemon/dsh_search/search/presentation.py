@@ -1,4 +1,5 @@
-"""Presentation metadata for a search card (upstream §4.2), bounded by searchMetaMaxBytes.
+"""Presentation metadata for a search card, bounded by searchMetaMaxBytes (docs/reference.md, "Results
+of glob and grep").
 
 grep: `{"shape":"matches","files":[{"path","matches":[{"lineNumber","line"}]}],"truncated","total"}`;
 glob: `{"shape":"paths","paths":[…],"truncated","total"}`. While the compact JSON is larger than the cap,

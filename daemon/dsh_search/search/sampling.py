@@ -1,4 +1,4 @@
-"""Round-robin sampling of an over-cap glob page across top-level entries (upstream §1.6).
+"""Round-robin sampling of an over-cap glob page across top-level entries (docs/behaviour.md, "Glob").
 
 Paths are grouped by their first segment below the search root; groups keep first-appearance order
 (so each group's oldest file decides its place); rounds take one path from every group still holding

@@ -1,4 +1,5 @@
-"""Terminal scrollback, sans IO: sanitising, retention, terminal_read coordinates, search rendering (SPEC §8).
+"""Terminal scrollback, sans IO: sanitising, retention, terminal_read coordinates, search rendering
+(docs/terminal.md).
 
 A host streams a terminal's output in chunks (`scrollback/append`). Each chunk goes through three
 incremental stages, each keeping the state a chunk boundary can cut through:

@@ -1,4 +1,4 @@
-"""The local spill store (SPEC §7): complete results saved as files the model can page through.
+"""The local spill store (docs/behaviour.md, "Spill store"): complete results saved as files the model can page through.
 
 Layout as upstream's spill-local: `<root>/session-<12 hex of sha256(sessionId)>/<12 random hex>-<escaped
 name>`, directories 0700, files 0600. Fixes: a write is atomic and exclusive (temporary file in the same

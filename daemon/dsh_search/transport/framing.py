@@ -1,4 +1,4 @@
-"""Message framing on a byte stream, sans IO: bytes in, events out (SPEC §2).
+"""Message framing on a byte stream, sans IO: bytes in, events out.
 
 Two framings share one decoder. The first byte of input picks one unless it is forced: `C` or `c`
 starts an LSP header (`Content-Length: N\\r\\n\\r\\n` then N bytes), anything else is newline-delimited

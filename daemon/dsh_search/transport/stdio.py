@@ -5,7 +5,7 @@ or tty); everything else runs on one asyncio loop. Each request is a task, so re
 concurrently and answer in any order; `$/cancelRequest` (LSP) and `notifications/cancelled` (MCP)
 cancel the task, and cancellation reaches the rg process group through `ripgrep.run`.
 
-Lifetime (SPEC §1): stdin EOF lets the requests already running finish, then exits 0; `exit` and
+Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0; `exit` and
 SIGTERM/SIGINT/SIGHUP abort running requests (their rg groups terminated: SIGTERM, SIGKILL after
 graceMs) and exit 0 within graceMs + 1 s. If the host stops reading our stdout (its end of the pipe is
 closed), nobody can hear the answers, so the daemon aborts and exits the same way.

@@ -134,12 +134,16 @@ EXAMPLES: tuple[Example, ...] = (
                         "name": name,
                         "description": f"<{name}'s description>",
                         "inputSchema": f"<{name}'s model-facing params>",
+                        "outputSchema": f"<{name}'s structuredContent: its result, or its error's code and text>",
                         "annotations": {"readOnlyHint": True},
                     }
-                    for name in ("glob", "grep", "terminal_search")
+                    for name in ("glob", "grep")
                 ]
             }
         },
+        title="`terminal_search` joins the list once a scrollback producer exists (the first "
+        "`scrollback/append`, announced with `notifications/tools/list_changed`) or with "
+        "--terminal-search always.",
     ),
     Example(
         "glob",

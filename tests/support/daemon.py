@@ -62,6 +62,7 @@ class Daemon:
         self._err_reader.start()
         self._next_id = 0
         self._pending: dict[Any, Any] = {}
+        self.notifications: list[dict[str, Any]] = []
 
     # -- IO ------------------------------------------------------------------------------------------
 
@@ -153,6 +154,9 @@ class Daemon:
             try:
                 msg = self.next_response(timeout=remaining)
             except queue.Empty:
+                continue
+            if isinstance(msg, dict) and "id" not in msg and "method" in msg:
+                self.notifications.append(msg)  # from the daemon, not an answer: kept for tests that look
                 continue
             if isinstance(msg, dict) and msg.get("id") == id_:
                 return msg

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh_search import texts
 
@@ -24,8 +23,7 @@ class ConfigError(Exception):
     """An invalid configuration; `str(err)` is the complete one-line message."""
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     name: str
     kind: str  # "bool" | "posint" | "str" | "list"
     default: Any = None
@@ -236,8 +234,7 @@ KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     sample_over_cap_glob_results: bool
     glob_max_results: int
     grep_max_matches: int

@@ -14,7 +14,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dsh_search.search.ripgrep import child_environment, signal_group
 
@@ -23,8 +23,7 @@ class SidecarError(Exception):
     """The ripgrep binary is unusable; `str(err)` is the one stderr line (exit status 3)."""
 
 
-@dataclass(frozen=True)
-class Ripgrep:
+class Ripgrep(NamedTuple):
     path: str
     version: str  # e.g. "15.2.0"
     version_text: str  # the first line of `rg --version`

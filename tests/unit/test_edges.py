@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -360,3 +361,23 @@ def test_unreadable_count_is_independent_of_the_stderr_cap() -> None:
 def test_exit_2_paragraphs(paths: int, ignore_files: int, suffix: str) -> None:
     out = Outcome(2, None, b"", False, b"", False, reported_paths=paths, bad_ignore_files=ignore_files)
     assert problems_suffix(classify("grep", out, 100, lambda _: True)) == suffix
+
+
+def test_a_file_cut_across_batches_is_joined_as_if_it_came_whole() -> None:
+    """Pieces that follow on keep their formatted sections (joined, not formatted again); pieces out of
+    line order are put in order. Either way the result is the one of the whole stream parsed at once."""
+    from dsh_search.search import grep as grep_mod
+    from tests.support.fakes import match_record
+
+    records = [match_record("a.c", n, f"line {n}\r\n" if n % 2 else f"line {n}\n") for n in range(1, 10)]
+    records += [match_record("b.c", 4, "x" * 3000 + "\n"), match_record("b.c", 7, "tail")]
+    whole = grep_mod.ordered([grep_mod.parse_batch(b"\n".join(records), "/w", 2000).files])
+    for cuts in ([3, 6, 10], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [9]):
+        bounds = [0, *cuts, len(records)]
+        parts = [grep_mod.parse_batch(b"\n".join(records[a:b]), "/w", 2000).files for a, b in pairwise(bounds)]
+        joined = grep_mod.ordered(parts)
+        assert joined == whole
+        backwards = grep_mod.ordered(parts[::-1])  # out of line order: sorted and formatted again
+        assert [f._replace(section=None) for f in backwards] == [f._replace(section=None) for f in whole]
+        assert grep_mod.format_files(backwards, 2000) == grep_mod.format_files(whole, 2000)
+    assert whole[0].section == "a.c\n" + "\n".join(f"Line {n}: line {n}" for n in range(1, 10))

@@ -8,8 +8,7 @@ all derived from `KINDS`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 INVALID_ARGS = "INVALID_ARGS"
 SEARCH_INVALID_PATTERN = "SEARCH_INVALID_PATTERN"
@@ -20,8 +19,7 @@ SEARCH_ABORTED = "SEARCH_ABORTED"
 REQUEST_CANCELLED = -32800  # $/cancelRequest's answer (LSP's RequestCancelled)
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     name: str  # data.code
     code: int  # error.code
     when: str

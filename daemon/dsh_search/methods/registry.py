@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsh_search.config import Config
 from dsh_search.methods import params as params_mod
@@ -31,8 +31,7 @@ Handler = Callable[["Context", dict[str, Any]], Awaitable[Any]]
 EMPTY_PARAMS: dict[str, Any] = params_mod.object_schema({}, [])
 
 
-@dataclass(frozen=True)
-class ToolFace:
+class ToolFace(NamedTuple):
     """How a method appears to a model as an MCP tool (`tools/list`, `tools/call`)."""
 
     describe: Callable[[Config], str]

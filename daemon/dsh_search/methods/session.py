@@ -10,14 +10,13 @@ import asyncio
 import os
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # MCP's log levels (RFC 5424 severities), least severe first.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
-@dataclass(frozen=True)
-class Root:
+class Root(NamedTuple):
     path: str  # absolute, as the client's URI names it (the base of display paths)
     real: str  # its real path (symlinks resolved), what confinement compares against
     name: str | None = None

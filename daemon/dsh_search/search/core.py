@@ -15,8 +15,7 @@ import os
 import re
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from dsh_search import texts
 from dsh_search.config import Config
@@ -122,16 +121,14 @@ def search_tool(
     return native, face
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     cwd: str  # absolute; rg's cwd and the base of display paths (see paths.directory_name)
     path: str | None  # the search root as the caller wrote it
     named: str | None = None  # the directory as the host named it, when it must be checked against cwd
     deny: DenyCheck | None = None  # denyGlobs for this search's results, when configured
 
 
-@dataclass(frozen=True)
-class RgResult:
+class RgResult(NamedTuple):
     stdout: bytes
     no_matches: bool  # exit 1: a successful empty search
     unreadable: int  # exit 2 with results: paths ripgrep reported errors for

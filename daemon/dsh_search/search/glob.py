@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dsh_search import texts
@@ -142,8 +141,7 @@ def joined(items: list[str], separator: str, per_piece: int = 4096) -> Iterator[
         yield (separator if start else "") + separator.join(items[start : start + per_piece])
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     text: str
     shown: list[str]
     truncated: bool
@@ -169,7 +167,11 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
 
 async def _list(ctx: Context, pattern: str, where: Where) -> tuple[list[str], RgResult]:
     cwd = where.cwd
-    batches = Batches(b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth)
+    # Batches of 16 KiB (about 500 paths), not the default 64 KiB: a listing of a few thousand paths
+    # would otherwise be stat-ed only once rg has exited (glob `*` in the kernel's fs/: 18 -> 12 ms).
+    batches = Batches(
+        b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth, min_bytes=1 << 14
+    )
     argv = build_argv(pattern, where.path, ctx.deny_globs)
     result = await run_rg(ctx, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
     await check_decoded_size("glob", result, batches, ctx.config.raw_output_max_bytes)

@@ -11,7 +11,7 @@ for a glob ripgrep rejects (then ripgrep fails every search).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # What Rust's str::trim_end removes (Unicode White_Space); ripgrep trims a glob's end unless it ends
 # with an escaped space.
@@ -25,8 +25,7 @@ class GlobError(ValueError):
     """A glob ripgrep refuses (`error parsing glob`)."""
 
 
-@dataclass(frozen=True)
-class Exclusion:
+class Exclusion(NamedTuple):
     regex: bytes  # matches (fully) a path relative to the search root, as UTF-8 bytes
     only_dir: bool  # the glob ended with '/': it matches directories only
 
@@ -58,19 +57,16 @@ ANY, STAR = "?", "*"
 PREFIX, SUFFIX, ZERO_OR_MORE = "**/", "/**", "/**/"  # `**` as a leading, trailing or inner component
 
 
-@dataclass(frozen=True)
-class Literal:
+class Literal(NamedTuple):
     char: str
 
 
-@dataclass(frozen=True)
-class CharClass:
+class CharClass(NamedTuple):
     negated: bool
     ranges: list[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Alternation:
+class Alternation(NamedTuple):
     branches: list[list[Token]]
 
 

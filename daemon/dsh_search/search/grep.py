@@ -14,7 +14,7 @@ import base64
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from itertools import chain, pairwise
 from typing import Any, NamedTuple
 
 import orjson
@@ -313,8 +313,7 @@ def head(files: list[FileMatches], count: int) -> list[FileMatches]:
     return out
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     text: str
     shown: list[Match]  # previewed
     truncated: bool
@@ -344,28 +343,32 @@ def render_files(files: list[FileMatches], *, max_matches: int, max_line_bytes: 
 def ordered(parts: list[list[FileMatches]]) -> list[FileMatches]:
     """The files of every batch, by display path (byte order), each file's matches by line number.
 
-    ripgrep writes a file's matches together and in order; a file cut by a batch boundary is joined
-    again here (its section is then formatted again, by `format_files`). Should the same path come in
-    pieces anyway, they are merged and put in line order.
+    ripgrep writes a file's matches together and in order, so a file cut by batch boundaries comes as
+    consecutive pieces whose lines follow on: they are joined, and so are their sections (formatted
+    with the same cap, one line per match), which saves formatting the file again. Should the same path
+    come in pieces out of line order anyway, they are merged, put in line order and formatted again.
     """
-    merged: dict[str, FileMatches] = {}
-    pieces: set[str] = set()  # paths that came in more than one piece
+    pieces: dict[str, list[FileMatches]] = {}
     for part in parts:
         for f in part:
-            known = merged.get(f.path)
-            if known is None:
-                merged[f.path] = f
-                continue
-            if f.path not in pieces:
-                pieces.add(f.path)
-                known = merged[f.path] = FileMatches(f.path, list(known.numbers), list(known.raw_lines))
-            known.numbers.extend(f.numbers)
-            known.raw_lines.extend(f.raw_lines)
-    for path in pieces:
-        f = merged[path]
-        pairs = sorted(zip(f.numbers, f.raw_lines, strict=True), key=lambda pair: pair[0])
-        merged[path] = FileMatches(path, [n for n, _ in pairs], [raw for _, raw in pairs])
-    return sorted(merged.values(), key=lambda f: f.path)
+            pieces.setdefault(f.path, []).append(f)
+    return sorted((_joined(ps) if len(ps) > 1 else ps[0] for ps in pieces.values()), key=lambda f: f.path)
+
+
+def _joined(pieces: list[FileMatches]) -> FileMatches:
+    """One file's matches from its pieces, in line order."""
+    path = pieces[0].path
+    numbers = list(chain.from_iterable(p.numbers for p in pieces))
+    raw_lines = list(chain.from_iterable(p.raw_lines for p in pieces))
+    follow_on = all(a.numbers[-1] < b.numbers[0] for a, b in pairwise(pieces))
+    if not follow_on:
+        pairs = sorted(zip(numbers, raw_lines, strict=True), key=lambda pair: pair[0])
+        return FileMatches(path, [n for n, _ in pairs], [raw for _, raw in pairs])
+    sections = [p.section for p in pieces if p.section is not None]
+    text = None
+    if len(sections) == len(pieces):  # each piece's lines after the first's, without their path line
+        text = "".join([sections[0], *(t[len(path) :] for t in sections[1:])])
+    return FileMatches(path, numbers, raw_lines, text)
 
 
 # Parsing --json output while rg still runs; one worker, as the work is GIL-bound.

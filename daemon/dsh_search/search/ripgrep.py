@@ -32,7 +32,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
@@ -64,16 +64,14 @@ class LaunchError(Exception):
     """ripgrep could not be started (missing binary, unusable cwd, NUL in argv, argv too long, …)."""
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     stdout_cap: int  # bytes of stdout past which the group is terminated
     stderr_cap: int  # bytes of stderr tail kept
     grace_s: float  # SIGTERM → SIGKILL, and how long pipes may outlive the child
     memory_cap: int | None = None  # address-space limit of the child (Linux); None: unbounded
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     exit_code: int | None  # None when killed by a signal
     signal: int | None
     stdout: bytes  # complete unless stdout_overflow (empty when a sink took it)
@@ -139,8 +137,7 @@ class StderrTally:
                 self.paths += 1
 
 
-@dataclass(frozen=True)
-class _Collected:
+class _Collected(NamedTuple):
     """What the owning thread gathered from the pipes."""
 
     stdout: bytes

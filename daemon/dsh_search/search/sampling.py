@@ -8,36 +8,34 @@ Linear in the number of paths: 125,000 groups or 25,000 paths cost milliseconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     items: list[str]
     shown_groups: int  # groups that contributed at least one path
     total_groups: int
 
 
 def group_key(path: str, root: str) -> str:
+    return group_keys([path], root)[0]
+
+
+def group_keys(paths: list[str], root: str) -> list[str]:
+    """Each path's first segment below `root` (the whole path's first segment when it is not below it)."""
     if root == ".":
-        rel = path[2:] if path.startswith("./") else path
+        prefix = "./"
     else:
         trimmed = root.rstrip("/")
-        if not trimmed:
-            rel = path.lstrip("/")
-        elif path == trimmed:
-            rel = ""
-        elif path.startswith(trimmed + "/"):
-            rel = path[len(trimmed) + 1 :]
-        else:
-            rel = path
-    return rel.lstrip("/").split("/", 1)[0]
+        prefix = trimmed + "/" if trimmed else ""
+        if trimmed and trimmed in paths:  # the root itself: its own group, ""
+            return ["" if p == trimmed else p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
+    return [p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
 
 
 def sample_across_top_level(paths: list[str], max_items: int, root: str) -> Sample:
     groups: dict[str, list[str]] = {}
-    for path in paths:
-        key = group_key(path, root)
+    for key, path in zip(group_keys(paths, root), paths, strict=True):
         members = groups.get(key)
         if members is None:
             groups[key] = [path]

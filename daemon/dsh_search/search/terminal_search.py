@@ -9,8 +9,7 @@ snapshot taken before the first `await`, so it sees every append sent before it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dsh_search import texts
 from dsh_search.methods.context import Context
@@ -69,8 +68,7 @@ def rg_matches(stdout: bytes, total_lines: int) -> list[int]:
     return found
 
 
-@dataclass(frozen=True)
-class SearchPage:
+class SearchPage(NamedTuple):
     text: str
     matches: list[dict[str, Any]]  # {offset, line}, newest first, as shown in text
     match_count: int

@@ -27,8 +27,7 @@ import re
 from array import array
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # --- sanitising ------------------------------------------------------------------------------------------
 
@@ -159,8 +158,7 @@ _CHUNK = 1 << 16  # retained bytes are stored in pieces of this size, so droppin
 _SESSION_OVERHEAD = 4096  # the objects of an empty session, counted so that many tiny ones are bounded too
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """The retained text at one moment, as UTF-8, with the positions of its line breaks."""
 
     data: bytes

@@ -22,8 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 log = logging.getLogger("dsh_search.spill")
 
@@ -36,8 +35,7 @@ class SpillReadError(Exception):
     """A `spill/read` request the store refuses; the message is shown to the caller."""
 
 
-@dataclass(frozen=True)
-class SpillRef:
+class SpillRef(NamedTuple):
     locator: str
     bytes: int
     retrieval_hint: str
@@ -64,6 +62,16 @@ def encode_segment(name: str) -> str:
 def session_dir(root: str, session_id: str) -> str:
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return os.path.join(root, f"session-{digest}")
+
+
+_WRITE_BYTES = 1 << 20
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> int:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    return len(data)
 
 
 class SpillStore:
@@ -106,11 +114,13 @@ class SpillStore:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             try:
+                buffer = bytearray()  # pieces are gathered into writes of about _WRITE_BYTES: not a syscall each
                 for piece in pieces:
-                    view = memoryview(piece.encode("utf-8", "surrogatepass"))
-                    size += len(view)
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    buffer += piece.encode("utf-8", "surrogatepass")
+                    if len(buffer) >= _WRITE_BYTES:
+                        size += _write_all(fd, buffer)
+                        buffer.clear()
+                size += _write_all(fd, buffer)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -13,7 +13,7 @@ raises on hostile input.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Framing(enum.Enum):
@@ -21,18 +21,15 @@ class Framing(enum.Enum):
     LSP = "lsp"
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     body: bytes
 
 
-@dataclass(frozen=True)
-class Oversized:
+class Oversized(NamedTuple):
     size: int | None  # the declared or seen size; None when the line was cut off unseen
 
 
-@dataclass(frozen=True)
-class BadFrame:
+class BadFrame(NamedTuple):
     reason: str
 
 

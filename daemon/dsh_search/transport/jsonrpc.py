@@ -13,8 +13,7 @@ reach the dispatcher. JSON goes through orjson.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -34,8 +33,7 @@ class _NoId:
 NO_ID: Any = _NoId()  # a notification's id
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     method: str
     params: dict[str, Any] | list[Any] | None  # None: omitted or null
     id: Any  # NO_ID for a notification; otherwise str, int, float or None
@@ -45,16 +43,14 @@ class Call:
         return self.id is NO_ID
 
 
-@dataclass(frozen=True)
-class Invalid:
+class Invalid(NamedTuple):
     """An element that is not a valid request; always answered -32600."""
 
     id: Any  # the id when it could be read, else None
     reason: str
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(NamedTuple):
     """A response from the peer to a request the daemon sent; `error` is None on success."""
 
     id: Any
@@ -62,14 +58,12 @@ class Reply:
     error: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
-class Incoming:
+class Incoming(NamedTuple):
     items: list[Call | Invalid | Reply]
     is_batch: bool
 
 
-@dataclass(frozen=True)
-class EnvelopeError:
+class EnvelopeError(NamedTuple):
     """The whole message is answered with one error and id null."""
 
     code: int

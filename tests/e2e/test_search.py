@@ -297,7 +297,7 @@ def test_fix_raw_output_overflow_kills_rg_at_once(start: MakeDaemon, tmp_path: P
         "Error: grep produced more raw output than the subprocess seam retained within the 100000-byte cap; "
         "narrow pattern, path, or include and retry"
     )
-    assert not processes_named(f"{exe}-rg")  # stopped, not left to finish
+    assert not processes_named(f"{exe}-rg", under=d.proc.pid)  # stopped, not left to finish
 
 
 # --- argument errors, timeouts, cancellation, queueing --------------------------------------------------------
@@ -343,7 +343,7 @@ def test_timeout_is_search_aborted(start: MakeDaemon, slow_corpus: Path, exe: Pa
     d = start("--timeout-ms", "400")
     code, data_code, text = error_of(d.call("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)}))
     assert (code, data_code, text) == (1004, "SEARCH_ABORTED", "Error: grep timed out after 400ms")
-    assert not processes_named(f"{exe}-rg")
+    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
     assert d.result("ping") == {}
 
 
@@ -352,14 +352,14 @@ def test_cancel_request(start: MakeDaemon, slow_corpus: Path, exe: Path, framing
     d = start(framing=framing)
     rid = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)})
     deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg") and time.monotonic() < deadline:
+    while not processes_named(f"{exe}-rg", under=d.proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert processes_named(f"{exe}-rg"), "rg never started"
+    assert processes_named(f"{exe}-rg", under=d.proc.pid), "rg never started"
     d.notify("$/cancelRequest", {"id": rid})
     code, data_code, text = error_of(d.wait_for(rid))
     assert (code, data_code) == (-32800, "SEARCH_ABORTED")
     assert text == "Error: grep was aborted before completion (tool timeout or caller cancellation)"
-    assert not processes_named(f"{exe}-rg")
+    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
     assert d.result("ping") == {}
 
 
@@ -372,7 +372,7 @@ def test_mcp_cancel_sends_no_response(start: MakeDaemon, slow_corpus: Path, exe:
     d.notify("notifications/cancelled", {"requestId": rid, "reason": "user"})
     assert d.result("ping") == {}
     assert d.no_response(0.5)
-    assert not processes_named(f"{exe}-rg")
+    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
 
 
 def test_searches_queue_beyond_the_limit(start: MakeDaemon, slow_corpus: Path, fx: Path, exe: Path) -> None:
@@ -382,7 +382,7 @@ def test_searches_queue_beyond_the_limit(start: MakeDaemon, slow_corpus: Path, f
     quick = d.request("grep", {"pattern": "alpha", "cwd": str(fx)})
     assert d.result("ping") == {}  # the daemon itself is not blocked
     assert d.no_response(0.5), "the queued search ran before a slot was free"
-    assert len(processes_named(f"{exe}-rg")) == 1
+    assert len(processes_named(f"{exe}-rg", under=d.proc.pid)) == 1
     d.notify("$/cancelRequest", {"id": slow})
     assert error_of(d.wait_for(slow))[0] == -32800
     assert text_of(d.wait_for(quick)).startswith("Found 3 matches")

@@ -29,11 +29,13 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def processes_named(fragment: str) -> list[int]:
-    """Live (non-zombie) pids whose command line contains fragment."""
+def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
+    """Live (non-zombie) pids whose command line contains fragment; with `under`, only descendants of
+    that pid (a check about one daemon's children is then immune to other tests' leftovers)."""
     pids = []
+    among = None if under is None else {str(pid) for pid in descendants(under)}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or (among is not None and entry not in among):
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:

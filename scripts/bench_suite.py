@@ -201,6 +201,10 @@ class Daemon:
             str(workdir),
             "--spill-dir",
             str(spill),
+            # A benchmark measures, it does not test timeouts: the first (warm-up) grep of a 500,000-file
+            # tree on a cold page cache can take longer than the default 30 s.
+            "--timeout-ms",
+            "600000",
         ]
         self.client = StdioClient(argv)
         self.client.result("ping")

@@ -19,6 +19,8 @@ from dsh_search.search.jscompat import utf8_growth
 
 T = TypeVar("T")
 
+_INLINE_MAX = 8 << 10  # bytes of a final batch worked on by the caller rather than the worker
+
 
 class _Failed(Exception):
     """A batch whose work raised `cause`; `growth` is the batch's decoded growth, measured then."""
@@ -91,12 +93,23 @@ class Batches(Generic[T]):
             raise _Failed(exc, utf8_growth(blob)) from exc
 
     def flush(self) -> None:
-        """Submit what is buffered (called once the stream has ended)."""
+        """Submit what is buffered (called once the stream has ended). A small rest is worked on here and
+        now: a hand-off to the worker and back costs more than a few hundred paths or records (glob of
+        15 files: ~0.15 ms of a 2 ms call), and so little work holds up the caller's thread for well
+        under a millisecond."""
         blob = bytes(self._buf)
         self._buf.clear()
         if blob.endswith(self._sep):
             blob = blob[: -len(self._sep)]
-        self._submit(blob)
+        if blob and len(blob) <= _INLINE_MAX:
+            done: Future[T] = Future()
+            try:
+                done.set_result(self._run(blob))
+            except _Failed as failed:
+                done.set_exception(failed)
+            self._futures.append(done)
+        else:
+            self._submit(blob)
 
     def any_data(self) -> bool:
         return bool(self._futures) or any(self._buf)

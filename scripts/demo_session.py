@@ -48,10 +48,13 @@ def main() -> None:
         proc.stdin.flush()
         if notify:
             return None
-        reply = proc.stdout.readline().decode()
-        print(f"<-- {reply.rstrip()}")
-        response: dict[str, Any] = json.loads(reply)
-        return response
+        while True:  # the daemon's own notifications (e.g. tools/list_changed) may come first
+            reply = proc.stdout.readline().decode()
+            response: dict[str, Any] = json.loads(reply)
+            if "id" in response:
+                print(f"<-- {reply.rstrip()}")
+                return response
+            print(f"<-- (notification) {reply.rstrip()}")
 
     send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "demo"}})
     send("ping")

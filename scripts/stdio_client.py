@@ -27,9 +27,15 @@ class StdioClient:
         if params is not None:
             message["params"] = params
         self.send(message)
+        return self._next_response()
+
+    def _next_response(self) -> dict[str, Any]:
+        """The next message that answers a request: the daemon's own notifications are passed over."""
         assert self.proc.stdout is not None
-        response: dict[str, Any] = json.loads(self.proc.stdout.readline())
-        return response
+        while True:
+            response: dict[str, Any] = json.loads(self.proc.stdout.readline())
+            if "id" in response:
+                return response
 
     def result(self, method: str, params: Any = None) -> Any:
         response = self.request(method, params)
@@ -49,7 +55,7 @@ class StdioClient:
         self.proc.stdin.flush()
         answers: dict[int, Any] = {}
         while len(answers) < len(calls):
-            response = json.loads(self.proc.stdout.readline())
+            response = self._next_response()
             assert "result" in response, response
             answers[response["id"]] = response["result"]
         return [answers[first + i] for i in range(len(calls))]

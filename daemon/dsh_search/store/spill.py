@@ -11,12 +11,10 @@ locator that is not an artifact inside the root.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import heapq
 import logging
 import os
 import re
-import secrets
 import stat
 import threading
 import time
@@ -60,6 +58,8 @@ def encode_segment(name: str) -> str:
 
 
 def session_dir(root: str, session_id: str) -> str:
+    import hashlib  # here, not at the top: the first spill needs it, not the start (~1.5 ms)
+
     digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return os.path.join(root, f"session-{digest}")
 
@@ -110,7 +110,7 @@ class SpillStore:
         self._ensure_dir(directory)
         pieces = [content] if isinstance(content, str) else content
         size = 0
-        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
+        tmp = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             try:
@@ -126,7 +126,7 @@ class SpillStore:
                 os.close(fd)
             name = encode_segment(suggested_name)
             while True:
-                final = os.path.join(directory, f"{secrets.token_hex(6)}-{name}")
+                final = os.path.join(directory, f"{os.urandom(6).hex()}-{name}")
                 try:
                     os.link(tmp, final)  # exclusive: never replaces an existing file
                     break

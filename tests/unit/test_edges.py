@@ -336,6 +336,29 @@ def test_stderr_tally_counts_a_last_line_without_newline_and_long_lines() -> Non
     assert tally.paths == 2
 
 
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        b"memory allocation of 67108864 bytes failed\nstack backtrace:\n",
+        # Two threads failing at once interleave the message's pieces (seen under a 256 MiB bound):
+        b"memory allocation of memory allocation of 67108864 bytes failed\nskipping backtrace printing\n",
+        b"memory allocation of memory allocation of 6710886467108864 bytes failed\n bytes failed\n",
+    ],
+)
+def test_stderr_tally_recognises_an_allocation_failure_however_threads_interleave_it(stderr: bytes) -> None:
+    tally = StderrTally()
+    tally.feed(stderr)
+    tally.finish()
+    assert tally.allocation_failed and tally.paths == 0
+
+
+def test_a_path_that_reads_like_an_allocation_failure_is_a_path() -> None:
+    tally = StderrTally()
+    tally.feed(b"rg: memory allocation of 1 bytes failed.txt: Permission denied (os error 13)\n")
+    tally.finish()
+    assert (tally.paths, tally.allocation_failed) == (1, False)
+
+
 def test_unreadable_count_is_independent_of_the_stderr_cap() -> None:
     # The runner counted 2 reports; a 40-byte stderr cap kept only the end of the last one.
     tail = b"b.txt: Permission denied (os error 13)\n"

@@ -37,8 +37,11 @@ from typing import NamedTuple
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
 _READ_CHUNK = 1 << 20
-# What ripgrep (a Rust program) prints when an allocation fails, just before it aborts.
-_ALLOCATION_FAILED = re.compile(rb"memory allocation of [0-9]+ bytes failed")
+# What ripgrep (a Rust program) prints when an allocation fails, just before it aborts: `memory allocation
+# of <n> bytes failed`, in several writes. Threads that fail at once interleave them (seen: `memory
+# allocation of memory allocation of 67108864 bytes failed`), so its opening words anywhere on a line
+# count; the abort under a memory bound is the rest of the evidence.
+_ALLOCATION_FAILED = b"memory allocation of "
 
 
 def child_environment(environ: Mapping[str, str], *, frozen: bool) -> dict[str, str]:
@@ -128,13 +131,13 @@ class StderrTally:
             self._line += piece[:room]
 
     def _count(self, line: bytes) -> None:
-        if _ALLOCATION_FAILED.match(line):
-            self.allocation_failed = True
-        elif line.startswith(b"rg: "):
+        if line.startswith(b"rg: "):
             if _IGNORE_RULE_ERROR.match(line):
                 self.ignore_files += 1
             else:
                 self.paths += 1
+        elif _ALLOCATION_FAILED in line:
+            self.allocation_failed = True
 
 
 class _Collected(NamedTuple):

@@ -6,13 +6,11 @@ spill path under confinement, terminal_search announced with list_changed, log m
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.hosts import node_toolchain, npm_ci
+from tests.support.hosts import node_toolchain, npm_ci, run_node_test_suite
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -29,17 +27,4 @@ def test_typescript_sdk_client(exe: Path, slow_corpus: Path, slow_pattern: str, 
         "DSH_SLOW_PATTERN": slow_pattern,
         "TMPDIR": str(tmp_path),  # the scratch trees the tests make, removed with tmp_path
     }
-    done = subprocess.run(
-        [node, "--test", "mcp.test.js"],
-        cwd=PROJECT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    report = done.stdout + done.stderr
-    assert done.returncode == 0, report
-    counts = dict(re.findall(r"^# (tests|pass|fail|skipped|cancelled) (\d+)$", report, re.MULTILINE))
-    assert counts.get("fail") == "0" and counts.get("skipped") == "0" and counts.get("cancelled") == "0", report
-    assert int(counts["tests"]) == int(counts["pass"]) >= 7, report
+    run_node_test_suite(node, PROJECT, "mcp.test.js", env, at_least=7)

@@ -290,3 +290,22 @@ def npm_ci(npm: str, directory: Path) -> None:
         )
     if proc.returncode != 0:
         pytest.fail(f"npm ci in {directory} failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def run_node_test_suite(node: str, directory: Path, test_file: str, env: Mapping[str, str], at_least: int) -> None:
+    """`node --test <test_file>` in `directory`: it passes, and every test ran — none failed, skipped
+    (the suites skip only without DSH_SEARCH_EXE) or cancelled — and there are at least `at_least`."""
+    done = subprocess.run(
+        [node, "--test", test_file],
+        cwd=directory,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    counts = dict(re.findall(r"^# (tests|pass|fail|skipped|cancelled) (\d+)$", report, re.MULTILINE))
+    assert counts.get("fail") == "0" and counts.get("skipped") == "0" and counts.get("cancelled") == "0", report
+    assert int(counts["tests"]) == int(counts["pass"]) >= at_least, report

@@ -17,10 +17,6 @@ class Sample(NamedTuple):
     total_groups: int
 
 
-def group_key(path: str, root: str) -> str:
-    return group_keys([path], root)[0]
-
-
 def group_keys(paths: list[str], root: str) -> list[str]:
     """Each path's first segment below `root` (the whole path's first segment when it is not below it)."""
     if root == ".":

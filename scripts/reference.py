@@ -39,7 +39,7 @@ from dsh_search import __main__ as cli  # noqa: E402
 from dsh_search.config import KEYS  # noqa: E402
 from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED  # noqa: E402
 from dsh_search.methods.registry import MethodSpec, MethodTable  # noqa: E402
-from dsh_search.search.core import HOST_FIELDS, SEARCH_RESULT  # noqa: E402
+from dsh_search.methods.tools import HOST_FIELDS, SEARCH_RESULT  # noqa: E402
 from dsh_search.transport import jsonrpc  # noqa: E402
 from dsh_search.wiring import METHODS  # noqa: E402
 

@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 
 from dsh_search import __version__
 from dsh_search.config import KEYS, ConfigError, Key, build, load_file, parse_flag_value
-from dsh_search.search.paths import directory_name, same_directory
-from dsh_search.sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
+from dsh_search.engine.paths import directory_name, same_directory
+from dsh_search.engine.sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
 
 EXIT_USAGE = 2
 EXIT_SIDECAR = 3

@@ -86,6 +86,3 @@ class Allocator:
         libc = self._glibc()
         if libc:
             libc.malloc_trim(0)
-
-
-ALLOCATOR = Allocator()

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dsh_search.search.paths import DenyGlobs
+from dsh_search.engine.paths import DenyGlobs
 
 # Names are drawn from a small alphabet, so that generated globs hit them, with the characters globs
 # treat specially, a hidden name and a two-byte one.

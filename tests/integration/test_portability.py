@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from dsh_search.engine import ripgrep
+from dsh_search.engine.core import walk_threads
 from dsh_search.memory import Allocator
-from dsh_search.search import glob as glob_mod
-from dsh_search.search import ripgrep
 from dsh_search.transport.stdio import can_watch_stdout
 
 pytestmark = pytest.mark.usefixtures("platform_calls")
@@ -58,7 +58,7 @@ def resource_limit() -> int:
 
 
 def test_walk_threads_without_sched_getaffinity() -> None:
-    assert 1 <= glob_mod._walk_threads() <= 12
+    assert 1 <= walk_threads() <= 12
 
 
 def test_allocator_is_a_no_op_off_glibc(platform_calls: str) -> None:

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_search.search.jscompat import js_trim, utf8_growth
-from dsh_search.search.ripgrep import StderrTally
+from dsh_search.engine.jscompat import js_trim, utf8_growth
+from dsh_search.engine.ripgrep import StderrTally
 
 # ECMAScript WhiteSpace + LineTerminator, written out independently of the implementation.
 _JS_TRIM = re.compile(

@@ -18,15 +18,23 @@ from typing import Any
 
 import pytest
 
-from dsh_search.methods.errors import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
-from dsh_search.search import glob as glob_mod
-from dsh_search.search import grep as grep_mod
-from dsh_search.search import ripgrep
-from dsh_search.search.core import classify, problems_suffix, resolve
-from dsh_search.search.jscompat import JS_WHITESPACE, js_trim, utf8_growth
-from dsh_search.search.paths import same_directory
-from dsh_search.search.ripgrep import Outcome, StderrTally
-from tests.support.fakes import FakeSpill, make_app, outcome, run_glob, run_grep
+from dsh_search.engine import glob as glob_mod
+from dsh_search.engine import grep as grep_mod
+from dsh_search.engine.core import Where, classify, locate, problems_suffix
+from dsh_search.engine.failures import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
+from dsh_search.engine.jscompat import JS_WHITESPACE, js_trim, utf8_growth
+from dsh_search.engine.paths import same_directory
+from dsh_search.engine.ripgrep import Outcome, StderrTally
+from dsh_search.methods import tools
+from dsh_search.methods.context import Context
+from dsh_search.methods.roots import scope
+from tests.support.fakes import FakeLaunch, FakeSpill, make_app, outcome, run_glob, run_grep
+
+
+def resolve(app: Context, cwd: str | None = None, path: str | None = None) -> Where:
+    """Where a search with this cwd and path runs, as the tools ask the engine."""
+    return locate(app.searcher, scope(app), cwd, path)
+
 
 # --- trimming: JavaScript's String.prototype.trim, not str.strip ----------------------------------------
 
@@ -71,45 +79,44 @@ def test_stderr_excerpt_is_trimmed_as_javascript_trims(lead: str, shown: str) ->
     tail = lead.encode() + _TAIL
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(2, tail, lossy=True), 100, lambda _: False)
-    assert err.value.code == SEARCH_FAILED
+    assert err.value.kind == SEARCH_FAILED
     assert err.value.text == (
         f"Error: grep search failed (exit 2): {shown})\n    ^\nerror: unclosed group [stderr truncated]"
     )
 
 
 @pytest.mark.parametrize(
-    ("validate", "params", "message"),
+    ("args", "message"),
     [
-        (glob_mod.validate, {"pattern": "\ufeff"}, "pattern must be a non-empty string"),
-        (glob_mod.validate, {"pattern": "*", "path": "\u3000\ufeff"}, "path must be a non-empty string when given"),
-        (grep_mod.validate, {"pattern": "x", "path": "\u2029"}, "path must be a non-empty string when given"),
-        (grep_mod.validate, {"pattern": "x", "include": "\ufeff "}, "include must be a non-empty glob when given"),
+        (glob_mod.GlobArgs("\ufeff"), "pattern must be a non-empty string"),
+        (glob_mod.GlobArgs("*", "\u3000\ufeff"), "path must be a non-empty string when given"),
+        (grep_mod.GrepArgs("x", "\u2029"), "path must be a non-empty string when given"),
+        (grep_mod.GrepArgs("x", include="\ufeff "), "include must be a non-empty glob when given"),
     ],
 )
-def test_blank_means_blank_to_javascript(validate: object, params: dict[str, str], message: str) -> None:
+def test_blank_means_blank_to_javascript(args: glob_mod.GlobArgs | grep_mod.GrepArgs, message: str) -> None:
     with pytest.raises(ToolError) as err:
-        validate(params)  # type: ignore[operator]
-    assert (err.value.code, err.value.message) == (INVALID_ARGS, message)
+        if isinstance(args, glob_mod.GlobArgs):
+            glob_mod.validate(args)
+        else:
+            grep_mod.validate(args)
+    assert (err.value.kind, err.value.message) == (INVALID_ARGS, message)
 
 
 @pytest.mark.parametrize("blank_to_python", ["\x1f", "\x1c\x1d", "\x85", " \x1e "])
 def test_not_blank_to_javascript(blank_to_python: str) -> None:
-    assert glob_mod.validate({"pattern": blank_to_python}) == (blank_to_python, None)
-    assert glob_mod.validate({"pattern": "*", "path": blank_to_python}) == ("*", blank_to_python)
-    assert grep_mod.validate({"pattern": "x", "path": blank_to_python, "include": blank_to_python}) == (
-        "x",
-        blank_to_python,
-        blank_to_python,
-    )
+    glob_mod.validate(glob_mod.GlobArgs(blank_to_python))
+    glob_mod.validate(glob_mod.GlobArgs("*", blank_to_python))
+    grep_mod.validate(grep_mod.GrepArgs("x", blank_to_python, blank_to_python))
 
 
 def test_no_model_facing_strip_left() -> None:
     """Every trim on a model-facing path goes through js_trim (config and transport code may strip)."""
     import inspect
 
-    from dsh_search.search import core as search
+    from dsh_search.engine import core as search
 
-    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.search.presentation"]):
+    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.engine.presentation"]):
         assert ".strip()" not in inspect.getsource(module), module.__name__
 
 
@@ -121,7 +128,7 @@ def test_empty_excerpt_has_no_marker(tail: bytes) -> None:
     for tool in ("grep", "glob"):
         with pytest.raises(ToolError) as err:
             classify(tool, outcome(2, tail, lossy=True), 100, lambda _: False)
-        assert err.value.code == SEARCH_FAILED
+        assert err.value.kind == SEARCH_FAILED
         assert err.value.text == f"Error: {tool} search failed (exit 2)"
 
 
@@ -135,12 +142,10 @@ def test_marker_only_follows_an_excerpt() -> None:
 
 
 @pytest.mark.parametrize(("params", "session"), [({"sessionId": ""}, ""), ({}, "default"), ({"sessionId": "s"}, "s")])
-def test_empty_session_id_is_not_the_default(
-    monkeypatch: pytest.MonkeyPatch, params: dict[str, str], session: str
-) -> None:
+def test_empty_session_id_is_not_the_default(params: dict[str, str], session: str) -> None:
     spill = FakeSpill()
-    run_glob(monkeypatch, make_app(spill, globMaxResults=1), ["a", "b"], **params)
-    run_grep(monkeypatch, make_app(spill, grepMaxMatches=1), [("a", 1, "x"), ("a", 2, "y")], **params)
+    run_glob(make_app(spill, globMaxResults=1), ["a", "b"], **params)
+    run_grep(make_app(spill, grepMaxMatches=1), [("a", 1, "x"), ("a", 2, "y")], **params)
     assert [save[0] for save in spill.saves] == [session, session]
 
 
@@ -160,28 +165,25 @@ def _link_tree(root: Path) -> Path:
 
 def test_cwd_dotdot_after_a_symlink_is_resolved_by_the_filesystem(tmp_path: Path) -> None:
     w = _link_tree(tmp_path)
-    app = make_app()
-    app.workdir = str(tmp_path)
-    where = resolve(app, {"cwd": "w/x/link/.."})
+    app = make_app(workdir=str(tmp_path))
+    where = resolve(app, "w/x/link/..")
     assert where.cwd == str(w / "a")  # where `cd w/x/link/..` goes; normpath would say w/x
     assert same_directory(str(tmp_path / "w/x/link/.."), where.cwd)
-    assert resolve(app, {"cwd": str(w / "x" / "link" / ".." / ".")}).cwd == str(w / "a")
-    assert resolve(app, {"cwd": "w/x/link/../b"}).cwd == str(w / "a" / "b")
+    assert resolve(app, str(w / "x" / "link" / ".." / ".")).cwd == str(w / "a")
+    assert resolve(app, "w/x/link/../b").cwd == str(w / "a" / "b")
     # Without `..` the host's spelling is kept (display paths are relative to it, as upstream's).
-    assert resolve(app, {"cwd": "w/x/link/./"}).cwd == str(w / "x" / "link")
-    assert resolve(app, {"cwd": "w//x/."}).cwd == str(w / "x")
+    assert resolve(app, "w/x/link/./").cwd == str(w / "x" / "link")
+    assert resolve(app, "w//x/.").cwd == str(w / "x")
 
 
 def test_confinement_looks_at_the_directory_the_kernel_finds(tmp_path: Path) -> None:
     w = _link_tree(tmp_path)
-    inside_a = make_app(allowedRoots=[str(w / "a")])
-    inside_a.workdir = str(tmp_path)
-    assert resolve(inside_a, {"cwd": "w/x/link/.."}).cwd == str(w / "a")
-    inside_x = make_app(allowedRoots=[str(w / "x")])
-    inside_x.workdir = str(tmp_path)
+    inside_a = make_app(workdir=str(tmp_path), allowedRoots=[str(w / "a")])
+    assert resolve(inside_a, "w/x/link/..").cwd == str(w / "a")
+    inside_x = make_app(workdir=str(tmp_path), allowedRoots=[str(w / "x")])
     with pytest.raises(ToolError) as err:
-        resolve(inside_x, {"cwd": "w/x/link/.."})
-    assert (err.value.code, err.value.message) == (INVALID_ARGS, "path is outside the allowed roots")
+        resolve(inside_x, "w/x/link/..")
+    assert (err.value.kind, err.value.message) == (INVALID_ARGS, "path is outside the allowed roots")
 
 
 @pytest.mark.parametrize(
@@ -193,29 +195,20 @@ def test_confinement_looks_at_the_directory_the_kernel_finds(tmp_path: Path) -> 
         "w/x/dangling/..",
     ],
 )
-def test_a_name_the_kernel_cannot_follow_could_not_start(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cwd: str
-) -> None:
+def test_a_name_the_kernel_cannot_follow_could_not_start(tmp_path: Path, cwd: str) -> None:
     _link_tree(tmp_path)
     (tmp_path / "w" / "x" / "dangling").symlink_to("nowhere")
-    launched: list[str] = []
-
-    async def fake_run(rg_path: str, args: list[str], **kw: Any) -> Outcome:
-        launched.append(kw["cwd"])
-        return outcome(1)
-
-    monkeypatch.setattr(ripgrep, "run", fake_run)
-    app = make_app()
-    app.workdir = str(tmp_path)
-    where = resolve(app, {"cwd": cwd})
+    launch = FakeLaunch()
+    app = make_app(launch=launch, workdir=str(tmp_path))
+    where = resolve(app, cwd)
     assert not same_directory(os.path.join(str(tmp_path), cwd), where.cwd)
     with pytest.raises(ToolError) as err:
-        asyncio.run(grep_mod.grep(app, {"pattern": "needle", "cwd": cwd}))
-    assert (err.value.code, err.value.text) == (
+        asyncio.run(tools.run_grep(app, {"pattern": "needle", "cwd": cwd}, None))
+    assert (err.value.kind, err.value.text) == (
         SEARCH_FAILED,
         "Error: grep could not start its search command (ripgrep launch failed)",
     )
-    assert launched == []  # never a search elsewhere
+    assert launch.calls == []  # never a search elsewhere
 
 
 # --- the raw-output cap, judged on the decoded size as upstream judges it ----------------------------------------
@@ -239,7 +232,7 @@ def test_utf8_growth(data: bytes, growth: int) -> None:
 def test_batches_add_up_to_the_whole_stream() -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from dsh_search.search.batches import Batches
+    from dsh_search.engine.batches import Batches
 
     stream = b"".join(bytes([0xFF] * (i % 5)) + b"\xe6\x97\xa5name\0" for i in range(5000))
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -250,64 +243,53 @@ def test_batches_add_up_to_the_whole_stream() -> None:
     assert batches.decoded_growth() == utf8_growth(stream) > 0
 
 
-def _fake_rg(monkeypatch: pytest.MonkeyPatch, stdout: bytes, code: int = 0) -> None:
-    async def fake_run(rg_path: str, args: list[str], **kw: Any) -> Outcome:
-        kw["stdout_sink"](stdout)
-        return Outcome(code, None, b"", False, b"", False, stdout_bytes=len(stdout))
-
-    monkeypatch.setattr(ripgrep, "run", fake_run)
+def _app(tmp_path: Path, stdout: bytes, **config: Any) -> Context:
+    """An app whose ripgrep writes `stdout` and exits 0."""
+    return make_app(launch=FakeLaunch(stdout, outcome(0)), workdir=str(tmp_path), **config)
 
 
-def test_glob_raw_cap_counts_the_decoded_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_glob_raw_cap_counts_the_decoded_bytes(tmp_path: Path) -> None:
     # One file named b"\xff\xff\xff\xff.txt": 9 raw bytes (with its separator), 17 once decoded.
-    _fake_rg(monkeypatch, b"\xff\xff\xff\xff.txt\0")
-    app = make_app(rawOutputMaxBytes=10)
-    app.workdir = str(tmp_path)
+    listing = b"\xff\xff\xff\xff.txt\0"
     with pytest.raises(ToolError) as err:
-        asyncio.run(glob_mod.glob(app, {"pattern": "*"}))
-    assert (err.value.code, err.value.text) == (
+        asyncio.run(tools.run_glob(_app(tmp_path, listing, rawOutputMaxBytes=10), {"pattern": "*"}, None))
+    assert (err.value.kind, err.value.text) == (
         SEARCH_RAW_OUTPUT_OVERFLOW,
         "Error: glob produced 17 bytes of raw output, over the 10-byte cap; narrow pattern, path, or include and retry",
     )
-    app = make_app(rawOutputMaxBytes=17)  # exactly the cap is fine
-    app.workdir = str(tmp_path)
     (tmp_path / os.fsdecode(b"\xff\xff\xff\xff.txt")).write_text("")
-    assert asyncio.run(glob_mod.glob(app, {"pattern": "*"}))["text"] == "\ufffd\ufffd\ufffd\ufffd.txt"
+    app = _app(tmp_path, listing, rawOutputMaxBytes=17)  # exactly the cap is fine
+    assert asyncio.run(tools.run_glob(app, {"pattern": "*"}, None))["text"] == "\ufffd\ufffd\ufffd\ufffd.txt"
 
 
-def test_grep_raw_cap_counts_the_decoded_bytes_before_parsing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_grep_raw_cap_counts_the_decoded_bytes_before_parsing(tmp_path: Path) -> None:
     # ripgrep's --json is valid UTF-8, so this cannot happen with it; were it not, upstream would judge
     # the decoded size before parsing, and so do we.
     record = b'{"type":"match","data":{"path":{"text":"a"},"line_number":1,"lines":{"text":"\xff\xff"}}}\n'
-    _fake_rg(monkeypatch, record)
-    app = make_app(rawOutputMaxBytes=len(record) + 3)
-    app.workdir = str(tmp_path)
+    app = _app(tmp_path, record, rawOutputMaxBytes=len(record) + 3)
     with pytest.raises(ToolError) as err:
-        asyncio.run(grep_mod.grep(app, {"pattern": "x"}))
-    assert (err.value.code, err.value.message) == (
+        asyncio.run(tools.run_grep(app, {"pattern": "x"}, None))
+    assert (err.value.kind, err.value.message) == (
         SEARCH_RAW_OUTPUT_OVERFLOW,
         f"grep produced {len(record) + 4} bytes of raw output, over the {len(record) + 3}-byte cap; "
         "narrow pattern, path, or include and retry",
     )
 
 
-def test_grep_parses_a_line_as_upstream_decodes_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_grep_parses_a_line_as_upstream_decodes_it(tmp_path: Path) -> None:
     record = b'{"type":"match","data":{"path":{"text":"a"},"line_number":1,"lines":{"text":"\xff\xff"}}}\n'
-    _fake_rg(monkeypatch, record)
-    app = make_app(rawOutputMaxBytes=len(record) + 4)
-    app.workdir = str(tmp_path)
-    assert asyncio.run(grep_mod.grep(app, {"pattern": "x"}))["text"] == "Found 1 match\n\na\nLine 1: \ufffd\ufffd"
+    app = _app(tmp_path, record, rawOutputMaxBytes=len(record) + 4)
+    assert (
+        asyncio.run(tools.run_grep(app, {"pattern": "x"}, None))["text"] == "Found 1 match\n\na\nLine 1: \ufffd\ufffd"
+    )
 
 
-def test_a_batch_that_fails_to_parse_still_counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_batch_that_fails_to_parse_still_counts(tmp_path: Path) -> None:
     garbage = b"not json \xff\xff\n"  # upstream checks the decoded size first, then fails to parse
-    for cap, code in ((len(garbage) + 3, SEARCH_RAW_OUTPUT_OVERFLOW), (len(garbage) + 4, SEARCH_FAILED)):
-        _fake_rg(monkeypatch, garbage)
-        app = make_app(rawOutputMaxBytes=cap)
-        app.workdir = str(tmp_path)
+    for cap, kind in ((len(garbage) + 3, SEARCH_RAW_OUTPUT_OVERFLOW), (len(garbage) + 4, SEARCH_FAILED)):
         with pytest.raises(ToolError) as err:
-            asyncio.run(grep_mod.grep(app, {"pattern": "x"}))
-        assert err.value.code == code
+            asyncio.run(tools.run_grep(_app(tmp_path, garbage, rawOutputMaxBytes=cap), {"pattern": "x"}, None))
+        assert err.value.kind == kind
 
 
 # --- exit 2 with results: every path ripgrep reported, not just those in the stderr tail ------------------------
@@ -389,7 +371,6 @@ def test_exit_2_paragraphs(paths: int, ignore_files: int, suffix: str) -> None:
 def test_a_file_cut_across_batches_is_joined_as_if_it_came_whole() -> None:
     """Pieces that follow on keep their formatted sections (joined, not formatted again); pieces out of
     line order are put in order. Either way the result is the one of the whole stream parsed at once."""
-    from dsh_search.search import grep as grep_mod
     from tests.support.fakes import match_record
 
     records = [match_record("a.c", n, f"line {n}\r\n" if n % 2 else f"line {n}\n") for n in range(1, 10)]

@@ -10,11 +10,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from dsh_search.engine.core import StreamCounter
 from dsh_search.methods import mcp
-from dsh_search.methods.progress import _Counter, tokens_of
+from dsh_search.methods.progress import tokens_of
 from dsh_search.methods.session import root_from_uri, roots_from_result
-from dsh_search.search.core import SEARCH_RESULT
-from dsh_search.search.terminal_search import SPEC as TERMINAL_SPEC
+from dsh_search.methods.tools import SEARCH_RESULT
+from dsh_search.methods.tools import TERMINAL_SEARCH as TERMINAL_SPEC
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.outgoing import ID_PREFIX, OutgoingRequests, PeerError
 from dsh_search.transport.requests import CancelReason, RequestTable
@@ -146,7 +147,7 @@ def test_counting_sees_needles_across_chunks() -> None:
     needle = b'{"type":"match"'
     stream = (needle + b",xx}\n") * 50
     for size in (1, 3, 7, 14, 15, 16, 100):
-        counter = _Counter(needle)
+        counter = StreamCounter(needle)
         assert sum(counter.feed(stream[i : i + size]) for i in range(0, len(stream), size)) == 50, size
 
 

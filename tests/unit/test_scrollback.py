@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_search.search.terminal_search import literal_matches, render_search, rg_matches, rg_stdin
+from dsh_search.engine.terminal import literal_matches, render_search, rg_matches, rg_stdin
 from dsh_search.store.scrollback import (
     Sanitiser,
     Scrollback,

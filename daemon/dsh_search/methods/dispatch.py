@@ -1,39 +1,178 @@
-"""jsonrpcserver's dispatcher, imported without its package's `__init__`.
+"""The one dispatch path: every call, native or `tools/call`, from a validated call to its answer.
 
-The design names jsonrpcserver for method dispatch, and its dispatcher (method lookup, argument
-binding, result and error mapping) is what the daemon uses. Its package `__init__`, though, also
-imports its HTTP server and builds a JSON Schema validator for whole requests at import time — neither
-of which the daemon uses (the transport checks envelopes itself) — and that was 45 of the 75 ms the
-frozen daemon spent importing before it could answer its first request. So the package is registered
-as an empty namespace from its own location, and only the modules that dispatch are imported from it.
+    call ─▶ route ─▶ Target(spec, params, mcp) ─▶ jsonrpcserver.dispatch_request ─▶ run(spec, …) ─▶ Result
+                                                   (lookup by name, binding)            (params check,
+                                                                                         handler or tool,
+                                                                                         failure → error)
+
+- `route` decides, without running anything, which method a call runs and how its outcome is shaped: a
+  native call runs its own method and is answered with the value or a JSON-RPC error; a `tools/call`
+  runs the tool it names (mcp.tool_call) and is answered with an MCP tool result. The same `route`
+  words the answer of a call cancelled at any instant (`cancelled_answer`), so the two cannot disagree.
+- jsonrpcserver, the design's named dispatcher, carries the dispatch: the table is registered with it
+  (one `run` per method, by name) and it looks the method up (an unknown name is its "Method not
+  found"), binds `(context, invocation)` and turns the `Result` into the response. The transport in
+  front of it (transport/jsonrpc.py) has already checked the envelope, so only well-formed calls get
+  here. This module is the only one that imports jsonrpcserver, and it imports only the modules that
+  dispatch (see `_load`).
+- Around the run: `shutdown` makes everything but `exit` an error, a tool call waits (bounded) for the
+  client's roots when a `roots/list` is out, and a tool call that asked for progress gets a reporter
+  for exactly as long as it runs (methods/progress.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, NamedTuple
 
-if "jsonrpcserver" not in sys.modules:
-    _spec = importlib.util.find_spec("jsonrpcserver")
-    if _spec is None or _spec.submodule_search_locations is None:
+from dsh_search import texts
+from dsh_search.engine.core import Tally
+from dsh_search.engine.failures import SEARCH_ABORTED, ToolError
+from dsh_search.methods import mcp, progress, roots
+from dsh_search.methods import params as params_mod
+from dsh_search.methods.context import Context
+from dsh_search.methods.errors import error_code, error_data
+from dsh_search.methods.registry import MethodSpec
+from dsh_search.transport import jsonrpc
+from dsh_search.transport.requests import CancelReason
+
+log = logging.getLogger("dsh_search.dispatch")
+
+
+def _load() -> None:
+    """Register jsonrpcserver as an empty namespace from its own location, so that importing its
+    dispatcher does not run the package `__init__`: that also imports its HTTP server and builds a JSON
+    Schema validator for whole requests at import time — neither of which the daemon uses — and was 45
+    of the 75 ms the frozen daemon spent importing before it could answer its first request."""
+    if "jsonrpcserver" in sys.modules:
+        return
+    spec = importlib.util.find_spec("jsonrpcserver")
+    if spec is None or spec.submodule_search_locations is None:
         raise ImportError("jsonrpcserver is not installed")
-    sys.modules["jsonrpcserver"] = importlib.util.module_from_spec(_spec)  # its __init__ is not run
+    sys.modules["jsonrpcserver"] = importlib.util.module_from_spec(spec)  # its __init__ is not run
 
-from jsonrpcserver.async_dispatcher import dispatch_request
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.exceptions import JsonRpcError
-from jsonrpcserver.request import Request
-from jsonrpcserver.response import to_serializable_one
-from jsonrpcserver.result import Result, Success
-from jsonrpcserver.sentinels import NOID
 
-__all__ = [
-    "NOID",
-    "JsonRpcError",
-    "Request",
-    "Result",
-    "Success",
-    "dispatch_request",
-    "to_response",
-    "to_serializable_one",
-]
+_load()
+
+from jsonrpcserver.async_dispatcher import dispatch_request  # noqa: E402
+from jsonrpcserver.dispatcher import to_response  # noqa: E402
+from jsonrpcserver.request import Request  # noqa: E402
+from jsonrpcserver.response import to_serializable_one  # noqa: E402
+from jsonrpcserver.result import Error, Result, Success  # noqa: E402
+from jsonrpcserver.sentinels import NOID  # noqa: E402
+
+Response = dict[str, Any]
+
+
+class Target(NamedTuple):
+    """What a call runs: a method (None: no such method), its params, and how its outcome is shaped."""
+
+    name: str  # the method jsonrpcserver looks up
+    spec: MethodSpec[Context] | None
+    params: Any  # as the call gave them (checked when the method runs)
+    mcp: bool = False  # a tool run through tools/call: answered as an MCP tool result
+    failure: ToolError | None = None  # a tools/call that names no usable tool: answered as this error
+
+    @property
+    def tool(self) -> str | None:
+        """The model-facing tool this call runs, if any (its name words cancellation texts)."""
+        return self.spec.name if self.spec is not None and self.spec.tool is not None else None
+
+
+class Invocation(NamedTuple):
+    """What jsonrpcserver binds after the context: the target, and the tally a reporter reads."""
+
+    target: Target
+    tally: Tally | None
+
+
+class Dispatcher:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._registered: dict[str, Callable[..., Awaitable[Result]]] = {
+            spec.name: partial(self._run, spec) for spec in ctx.methods
+        }
+
+    def route(self, call: jsonrpc.Call) -> Target:
+        spec = self.ctx.methods.get(call.method)
+        if spec is None or spec.name != mcp.TOOLS_CALL.name:
+            return Target(call.method, spec, call.params)
+        try:
+            tool, arguments = mcp.tool_call(self.ctx, call.params or {})
+        except ToolError as failure:
+            return Target(call.method, spec, call.params, failure=failure)
+        return Target(tool.name, tool, arguments, mcp=True)
+
+    async def dispatch(self, call: jsonrpc.Call) -> Response | None:
+        """Run one call in the request's own task (transport/requests.py); its answer, or None for a
+        notification."""
+        ctx = self.ctx
+        if ctx.shutting_down and call.method != "exit":
+            if call.is_notification:
+                return None
+            return jsonrpc.error(call.id, jsonrpc.INVALID_REQUEST, "server is shutting down")
+        target = self.route(call)
+        reporter = None
+        if target.spec is not None and target.spec.tool is not None and not call.is_notification:
+            reporter = progress.begin(ctx.notify, target.spec.name, target.spec.tool.progress, call.params)
+        try:
+            if target.tool is not None:
+                await roots.settled(ctx)
+            invocation = Invocation(target, reporter.tally if reporter is not None else None)
+            request = Request(target.name, [invocation], NOID if call.is_notification else call.id)
+            _, outcome = await dispatch_request(self._registered, ctx, request)
+        finally:
+            if reporter is not None:
+                reporter.close()
+        if call.is_notification:
+            return None
+        response = to_serializable_one(to_response(request, outcome))
+        assert isinstance(response, dict)
+        return response
+
+    async def _run(self, spec: MethodSpec[Context], ctx: Context, invocation: Invocation) -> Result:
+        """Check the params against the spec's schema, run its handler (or its tool), shape the outcome."""
+        target = invocation.target
+        try:
+            if target.failure is not None:
+                raise target.failure
+            params = target.params
+            if params is None or params == []:  # omitted, null or an empty array: no params at all
+                params = {}
+            if spec.check_params:
+                params = params_mod.check(spec.params, params, wellformed=spec.wellformed)
+            if spec.tool is not None:
+                value = await spec.tool.run(ctx, params, invocation.tally)
+            else:
+                assert spec.handler is not None, f"{spec.name} has neither a handler nor a tool"
+                value = await spec.handler(ctx, params)
+        except ToolError as err:
+            if target.mcp:
+                return Success(mcp.error_result(err))
+            return Error(error_code(err), err.message, error_data(err))
+        except Exception:
+            # A bug, not an input problem: logged with its traceback, answered without its details.
+            log.exception("internal error in %s", spec.name)
+            return Error(jsonrpc.INTERNAL_ERROR, "Internal error")
+        return Success(mcp.success_result(value) if target.mcp else value)
+
+    def cancelled_answer(self, call: jsonrpc.Call, reason: CancelReason) -> Response | None:
+        """How a cancelled call is answered: -32800 for the caller's own cancellation, nothing for MCP's,
+        SEARCH_ABORTED (an MCP error result for tools/call) when the daemon is going away."""
+        if reason is CancelReason.CLIENT:
+            return None
+        target = self.route(call)
+        tool = target.tool
+        aborted = ToolError(SEARCH_ABORTED, texts.aborted(tool)) if tool else None
+        if reason is CancelReason.CALLER:
+            data = error_data(aborted) if aborted else jsonrpc.NO_ID
+            return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled", data)
+        if aborted is None:
+            return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled: the server is exiting")
+        if target.mcp:
+            return jsonrpc.result(call.id, mcp.error_result(aborted))
+        return jsonrpc.error(call.id, error_code(aborted), aborted.message, error_data(aborted))

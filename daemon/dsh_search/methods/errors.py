@@ -1,20 +1,19 @@
-"""Failures a method reports to its caller, and their JSON-RPC shape: the one table of error kinds.
+"""The one table of error kinds: each kind a tool can fail with (engine/failures.py), the JSON-RPC error
+code it is answered with, and when it happens.
 
-A method raises `ToolError(kind, message)`; it is answered as a JSON-RPC error whose `code` is the
-kind's number and whose `data` is `{"code": <kind>, "text": "Error: <message>"}` — `text` is exactly
-what a model should be shown. The OpenRPC document, docs/reference.md and the MCP error results are
-all derived from `KINDS`.
+A failed call is answered as a JSON-RPC error whose `code` is the kind's number, whose `message` is the
+failure's message and whose `data` is `{"code": <kind>, "text": "Error: <message>"}` — `text` is exactly
+what a model should be shown; through `tools/call` the same failure is an MCP error result instead
+(methods/mcp.py). The OpenRPC document (`rpc.discover`), docs/reference.md, the MCP output schemas and
+the client libraries' tables are all derived from, or tested against, `KINDS`.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-INVALID_ARGS = "INVALID_ARGS"
-SEARCH_INVALID_PATTERN = "SEARCH_INVALID_PATTERN"
-SEARCH_FAILED = "SEARCH_FAILED"
-SEARCH_RAW_OUTPUT_OVERFLOW = "SEARCH_RAW_OUTPUT_OVERFLOW"
-SEARCH_ABORTED = "SEARCH_ABORTED"
+from dsh_search.engine import failures
+from dsh_search.engine.failures import ToolError
 
 REQUEST_CANCELLED = -32800  # $/cancelRequest's answer (LSP's RequestCancelled)
 
@@ -26,11 +25,15 @@ class Kind(NamedTuple):
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind(INVALID_ARGS, -32602, "argument errors: schema or value checks, confinement, an unknown terminal session"),
-    Kind(SEARCH_INVALID_PATTERN, 1001, "ripgrep rejected the regex or glob"),
-    Kind(SEARCH_FAILED, 1002, "launch failure, inaccessible target, signal kill, malformed --json output"),
-    Kind(SEARCH_RAW_OUTPUT_OVERFLOW, 1003, "raw ripgrep output over rawOutputMaxBytes (or its memory bound)"),
-    Kind(SEARCH_ABORTED, 1004, "timeout, cancellation, shutdown (-32800 instead for $/cancelRequest)"),
+    Kind(
+        failures.INVALID_ARGS,
+        -32602,
+        "argument errors: schema or value checks, confinement, an unknown terminal session",
+    ),
+    Kind(failures.SEARCH_INVALID_PATTERN, 1001, "ripgrep rejected the regex or glob"),
+    Kind(failures.SEARCH_FAILED, 1002, "launch failure, inaccessible target, signal kill, malformed --json output"),
+    Kind(failures.SEARCH_RAW_OUTPUT_OVERFLOW, 1003, "raw ripgrep output over rawOutputMaxBytes (or its memory bound)"),
+    Kind(failures.SEARCH_ABORTED, 1004, "timeout, cancellation, shutdown (-32800 instead for $/cancelRequest)"),
 )
 KIND_CODES = {kind.name: kind.code for kind in KINDS}
 
@@ -43,23 +46,11 @@ def openrpc_errors(*names: str, cancellable: bool = False) -> tuple[dict[str, An
     return tuple(found)
 
 
-class ToolError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    @property
-    def text(self) -> str:
-        return f"Error: {self.message}"
-
-    def data(self) -> dict[str, Any]:
-        return {"code": self.code, "text": self.text}
-
-    @property
-    def jsonrpc_code(self) -> int:
-        return KIND_CODES[self.code]
+def error_data(err: ToolError) -> dict[str, Any]:
+    """`data` of the JSON-RPC error (and `structuredContent` of the MCP error result) for a failure."""
+    return {"code": err.kind, "text": err.text}
 
 
-def invalid_args(message: str) -> ToolError:
-    return ToolError(INVALID_ARGS, message)
+def error_code(err: ToolError) -> int:
+    """The JSON-RPC `error.code` of a failure."""
+    return KIND_CODES[err.kind]

@@ -18,8 +18,9 @@ import logging
 import threading
 from typing import Any
 
+from dsh_search.engine.failures import INVALID_ARGS, invalid_args
 from dsh_search.methods.context import Context
-from dsh_search.methods.errors import INVALID_ARGS, invalid_args, openrpc_errors
+from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.methods.session import LOG_LEVELS
@@ -78,14 +79,13 @@ class ClientLogHandler(logging.Handler):
                 self._loop.call_soon_threadsafe(self._ctx.notify, "notifications/message", params)
 
 
-_STDERR_LEVEL: list[int] = []  # the level of stderr logging (--log-level), once installed
-
-
 def install(ctx: Context) -> ClientLogHandler:
-    """Attach the client handler to the daemon's logger (call on the running loop)."""
+    """Attach the client handler to the daemon's logger (call on the running loop). The level stderr
+    logs at (--log-level) is remembered first: logging/setLevel may lower the logger's own level so that
+    the client gets more, and stderr's handler keeps its own."""
     handler = ClientLogHandler(ctx, asyncio.get_running_loop())
     logger = logging.getLogger("dsh_search")
-    _STDERR_LEVEL[:] = [logger.getEffectiveLevel()]
+    ctx.stderr_level = logger.getEffectiveLevel()
     logger.addHandler(handler)
     return handler
 
@@ -99,9 +99,9 @@ async def set_level(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if level not in LOG_LEVELS:
         raise invalid_args(f"level must be one of {', '.join(LOG_LEVELS)}")
     ctx.session.log_level = level
-    if _STDERR_LEVEL:
+    if ctx.stderr_level is not None:
         # Records below --log-level must now reach the client handler; stderr's handler keeps its own level.
-        logging.getLogger("dsh_search").setLevel(min(_STDERR_LEVEL[0], _PYTHON_LEVELS[level]))
+        logging.getLogger("dsh_search").setLevel(min(ctx.stderr_level, _PYTHON_LEVELS[level]))
     return {}
 
 

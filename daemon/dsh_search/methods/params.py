@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_search import texts
-from dsh_search.methods.errors import invalid_args
+from dsh_search.engine.failures import invalid_args
 
 _TYPE_NAMES = {"string": "a string", "boolean": "a boolean", "integer": "an integer", "object": "an object"}
 

@@ -6,12 +6,12 @@ gets `notifications/progress {progressToken, progress, message}`; or with `workD
 
 - None for fast calls: the first report goes out `FIRST_AFTER_S` after the call started, then one every
   `EVERY_S` — at most two a second.
-- Never after the response: the reporter lives in the request's own task (a context variable) and is
-  closed in that task's `finally`, before the request table writes the answer; every report is sent
-  from the event loop after checking it is still open, and sends are written in order.
-- What is counted: ripgrep's stream, as it arrives (files listed for glob; matching lines and the files
-  holding them for grep), through `counting_sink`, which wraps the sink of `core.run_rg` only when the
-  current call reports progress — the parsing on the hot path is untouched otherwise.
+- Never after the response: the dispatcher (methods/dispatch.py) starts the reporter in the request's
+  own task and closes it in that task's `finally`, before the request table writes the answer; every
+  report is sent from the event loop after checking it is still open, and sends are written in order.
+- What is counted: the engine keeps a `Tally` current while ripgrep's stream arrives (files listed for
+  glob; matching lines and the files holding them for grep) — only for a call that reports progress, so
+  the hot path is untouched otherwise — and the tool's declaration words it (`Tool.progress`).
 - `progress` is the seconds the call has been running (one decimal), strictly increasing from one
   report to the next as MCP requires — the counts themselves can stand still for seconds while a slow
   regex finds nothing — and the counts are in `message`. There is no `total` (and no LSP `percentage`):
@@ -23,20 +23,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
+
+from dsh_search.engine.core import Tally
 
 FIRST_AFTER_S = 0.5
 EVERY_S = 0.5
 
 Notify = Callable[[str, Any], None]
-Sink = Callable[[bytes], None]
-
-# What each tool counts in ripgrep's stdout: (needle for `items`, needle for `files` or None).
-_NEEDLES: dict[str, tuple[bytes, bytes | None]] = {
-    "glob": (b"\0", None),  # one NUL after each path (--null)
-    "grep": (b'{"type":"match"', b'{"type":"begin"'),  # --json: one begin record per file with matches
-}
 
 
 def _valid_token(value: Any) -> bool:
@@ -54,28 +48,27 @@ def tokens_of(params: Any) -> tuple[Any, Any]:
 
 
 class Reporter:
-    def __init__(self, notify: Notify, tool: str, mcp_token: Any, lsp_token: Any) -> None:
+    """Reports one call's progress until closed; `tally` is what the engine keeps current."""
+
+    def __init__(
+        self, notify: Notify, tool: str, words: Callable[[Tally], str], mcp_token: Any, lsp_token: Any
+    ) -> None:
         self._notify = notify
         self.tool = tool
+        self._words = words
         self._mcp_token = mcp_token
         self._lsp_token = lsp_token
+        self.tally = Tally()
         self._started = time.monotonic()
         self._last = 0.0
         self._begun = False  # LSP: `begin` was sent, so `end` must be
         self._closed = False
-        self.searching = False  # ripgrep has started (the call is no longer waiting for a slot)
-        self.items = 0  # written by ripgrep's reading thread only
-        self.files = 0
         self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(FIRST_AFTER_S, self._tick)
 
     def message(self) -> str:
-        if not self.searching:
+        if not self.tally.searching:
             return f"{self.tool}: waiting for a free search slot"
-        if self.tool == "glob":
-            return f"glob: {self.items} files found so far"
-        if self.tool == "grep":
-            return f"grep: {self.items} matches in {self.files} files so far"
-        return f"{self.tool}: searching"
+        return self._words(self.tally)
 
     def _tick(self) -> None:
         if self._closed:
@@ -108,63 +101,10 @@ class Reporter:
         if self._begun:
             self._notify("$/progress", {"token": self._lsp_token, "value": {"kind": "end", "message": self.message()}})
 
-    # -- counting (ripgrep's reading thread) -------------------------------------------------------------
 
-    def counting(self, sink: Sink) -> Sink:
-        """`sink`, counting what the tool counts in each chunk on its way through."""
-        self.searching = True
-        needles = _NEEDLES.get(self.tool)
-        if needles is None:
-            return sink
-        item_needle, file_needle = needles
-        item_count = _Counter(item_needle)
-        file_count = _Counter(file_needle) if file_needle is not None else None
-
-        def counted(chunk: bytes) -> None:
-            self.items += item_count.feed(chunk)
-            if file_count is not None:
-                self.files += file_count.feed(chunk)
-            sink(chunk)
-
-        return counted
-
-
-class _Counter:
-    """Occurrences of a needle in a stream of chunks, those that straddle two chunks included."""
-
-    def __init__(self, needle: bytes) -> None:
-        self._needle = needle
-        self._keep = len(needle) - 1
-        self._tail = b""
-
-    def feed(self, chunk: bytes) -> int:
-        found = chunk.count(self._needle)
-        if self._keep:
-            # Shorter than the needle on both sides, so every hit here straddles the boundary.
-            found += (self._tail + chunk[: self._keep]).count(self._needle)
-            self._tail = (self._tail + chunk)[-self._keep :] if len(chunk) < self._keep else chunk[-self._keep :]
-        return found
-
-
-_CURRENT: ContextVar[Reporter | None] = ContextVar("dsh_search_progress", default=None)
-
-
-def begin(notify: Notify, tool: str | None, params: Any) -> Reporter | None:
-    """Start reporting for the call running in this task, if it asked for progress."""
+def begin(notify: Notify, tool: str, words: Callable[[Tally], str], params: Any) -> Reporter | None:
+    """A reporter for a tool call that asked for progress (a token in its params), else None."""
     mcp_token, lsp_token = tokens_of(params)
-    if tool is None or (mcp_token is None and lsp_token is None):
+    if mcp_token is None and lsp_token is None:
         return None
-    reporter = Reporter(notify, tool, mcp_token, lsp_token)
-    _CURRENT.set(reporter)
-    return reporter
-
-
-def counting_sink(sink: Sink | None) -> Sink | None:
-    """The hook `core.run_rg` calls: `sink` unchanged unless the current call reports progress."""
-    reporter = _CURRENT.get()
-    if reporter is None:
-        return sink
-    if sink is None:
-        reporter.searching = True
-        return None
-    return reporter.counting(sink)
+    return Reporter(notify, tool, words, mcp_token, lsp_token)

@@ -1,79 +1,81 @@
-"""The method table: each JSON-RPC method with its handler, params and result schemas, and errors.
+"""The method table: each JSON-RPC method with its handler, params and result schemas, and errors; and,
+for the methods that are also model-facing tools, everything about the tool in one declaration.
 
 Every method module exports its `MethodSpec`s; `wiring.py` lists them, in the order `tools/list` and
-`rpc.discover` show them. A spec with a `ToolFace` is also an MCP tool of the same name. The table wraps
-each handler `async (ctx, params: dict) -> result` into the shape jsonrpcserver dispatches
-(`(context, *args, **kwargs) -> Result`): params are checked against the advertised schema and a
-`ToolError` becomes a JSON-RPC error with `data = {code, text}`. `rpc.discover`, `tools/list` and
-docs/reference.md render the same table, so what callers are told cannot drift from the behaviour.
+`rpc.discover` show them. A spec with a `Tool` is also an MCP tool of the same name: its description,
+model-facing input schema, host-only fields, progress message and `run` live in that one `Tool`. The
+dispatcher (methods/dispatch.py) checks params against the advertised schema and runs the handler (or
+the tool's `run`); `rpc.discover`, `tools/list` and docs/reference.md render the same table, so what
+callers are told cannot drift from the behaviour.
+
+The table is generic in the context its handlers receive, so this module needs nothing from
+methods/context.py (which holds a table of its own handlers: one direction only).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, Generic, TypeVar
 
 from dsh_search.config import Config
-from dsh_search.methods import params as params_mod
-from dsh_search.methods.dispatch import JsonRpcError, Result, Success
-from dsh_search.methods.errors import ToolError
-from dsh_search.transport.jsonrpc import INTERNAL_ERROR
+from dsh_search.engine.core import Tally
+from dsh_search.methods.params import object_schema
 
-if TYPE_CHECKING:
-    from dsh_search.methods.context import Context
+C = TypeVar("C")
 
-log = logging.getLogger("dsh_search.registry")
+Handler = Callable[[C, dict[str, Any]], Awaitable[Any]]
+ToolRun = Callable[[C, dict[str, Any], Tally | None], Awaitable[dict[str, Any]]]
 
-Handler = Callable[["Context", dict[str, Any]], Awaitable[Any]]
-
-EMPTY_PARAMS: dict[str, Any] = params_mod.object_schema({}, [])
-
-
-class ToolFace(NamedTuple):
-    """How a method appears to a model as an MCP tool (`tools/list`, `tools/call`)."""
-
-    describe: Callable[[Config], str]
-    input_schema: dict[str, Any]  # model-facing: without the host-only fields
-    host_fields: tuple[str, ...] = ()  # params an MCP client passes in `tools/call`'s `_meta` instead
-    listed: Callable[[Context], bool] | None = None  # whether tools/list shows it now (None: always)
+EMPTY_PARAMS: dict[str, Any] = object_schema({}, [])
 
 
 @dataclass(frozen=True)
-class MethodSpec:
+class Tool(Generic[C]):
+    """A method as a model sees it (MCP `tools/list`, `tools/call`), and how it runs.
+
+    `run(ctx, params, tally)` gets the params checked against the method's native schema and a tally to
+    keep current when the call reports progress (else None); `progress` words a report from the tally.
+    """
+
+    describe: Callable[[Config], str]  # the description, which may quote configured caps
+    input_schema: dict[str, Any]  # model-facing: without the host-only fields
+    run: ToolRun[C]
+    progress: Callable[[Tally], str]  # the progress message for a running call
+    host_fields: tuple[str, ...] = ()  # params an MCP client passes in `tools/call`'s `_meta` instead
+    listed: Callable[[C], bool] | None = None  # whether tools/list shows it now (None: always)
+
+
+@dataclass(frozen=True)
+class MethodSpec(Generic[C]):
     name: str
     summary: str
-    handler: Handler = field(compare=False)
+    handler: Handler[C] | None = field(default=None, compare=False)  # None: a tool's `run`, or routed
     params: dict[str, Any] = field(default_factory=lambda: EMPTY_PARAMS)
     result: dict[str, Any] = field(default_factory=dict)
     errors: tuple[dict[str, Any], ...] = ()  # OpenRPC error objects (errors.openrpc_errors)
-    tool: ToolFace | None = None  # also an MCP tool of this name; its abort texts name it
+    tool: Tool[C] | None = None  # also an MCP tool of this name; its abort texts name it
     check_params: bool = True  # False: the handler reads params itself (MCP's open-ended requests)
     wellformed: bool = True  # lone surrogates in string params become U+FFFD (params.check)
 
 
-class MethodTable:
-    def __init__(self, specs: Sequence[MethodSpec]) -> None:
-        self._specs: dict[str, MethodSpec] = {}
+class MethodTable(Generic[C]):
+    def __init__(self, specs: Sequence[MethodSpec[C]]) -> None:
+        self._specs: dict[str, MethodSpec[C]] = {}
         for spec in specs:
             if spec.name in self._specs:
                 raise ValueError(f"method {spec.name} is listed twice")
             self._specs[spec.name] = spec
 
-    def __iter__(self) -> Iterator[MethodSpec]:
+    def __iter__(self) -> Iterator[MethodSpec[C]]:
         return iter(self._specs.values())
 
-    def get(self, name: str) -> MethodSpec | None:
+    def get(self, name: str) -> MethodSpec[C] | None:
         return self._specs.get(name)
 
-    def tools(self) -> list[MethodSpec]:
+    def tools(self) -> list[MethodSpec[C]]:
         """The methods that are MCP tools, in table order."""
         return [spec for spec in self._specs.values() if spec.tool is not None]
-
-    def dispatchers(self) -> dict[str, Callable[..., Awaitable[Result]]]:
-        """The table as jsonrpcserver dispatches it."""
-        return {name: _dispatchable(spec) for name, spec in self._specs.items()}
 
     def openrpc(self, version: str) -> dict[str, Any]:
         methods = []
@@ -102,24 +104,3 @@ class MethodTable:
             },
             "methods": methods,
         }
-
-
-async def call_checked(spec: MethodSpec, ctx: Context, raw: Any) -> Any:
-    """Check `raw` params against the spec's schema and run its handler."""
-    checked = params_mod.check(spec.params, raw, wellformed=spec.wellformed) if spec.check_params else raw
-    return await spec.handler(ctx, checked)
-
-
-def _dispatchable(spec: MethodSpec) -> Callable[..., Awaitable[Result]]:
-    async def call(ctx: Context, *args: Any, **kwargs: Any) -> Result:
-        try:
-            return Success(await call_checked(spec, ctx, list(args) if args else kwargs))
-        except ToolError as err:
-            raise JsonRpcError(err.jsonrpc_code, err.message, err.data()) from None
-        except Exception:
-            # A bug, not an input problem: logged with its traceback, answered without its details.
-            log.exception("internal error in %s", spec.name)
-            raise JsonRpcError(INTERNAL_ERROR, "Internal error") from None
-
-    call.__name__ = spec.name
-    return call

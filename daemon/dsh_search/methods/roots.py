@@ -6,7 +6,7 @@ client), and asks again on every `notifications/roots/list_changed` (a change th
 request is out is fetched again right after it). Only `file://` roots on this host count
 (session.root_from_uri). With roots known, the first root is the default `cwd` of a search, a
 relative `cwd` or `path` resolves against it, and a search outside every root is refused as one outside
-`allowedRoots` is (core.resolve).
+`allowedRoots` is (`scope`, checked by the engine's `core.locate`).
 
 No deadlock, no unbounded wait: each `roots/list` has a timeout (`ROOTS_TIMEOUT_S`); a search that
 arrives while one is out waits for it at most that long (`settled`), then uses what is known. A client
@@ -21,6 +21,7 @@ import contextlib
 import logging
 from typing import Any
 
+from dsh_search.engine.core import Scope
 from dsh_search.methods.context import Context
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.methods.session import Root, roots_from_result
@@ -41,6 +42,20 @@ def workspace_roots(ctx: Context) -> tuple[Root, ...]:
     if not applies(ctx):
         return ()
     return ctx.session.roots or ()
+
+
+def scope(ctx: Context) -> Scope:
+    """Where a search may run now: the workspace is --workdir; without it, the client's first root when
+    it shared roots, else the daemon's own directory — which is only a fallback when it is `/` (a search
+    there needs an absolute cwd or path). A search is confined to the allowed roots and, when known, to
+    the client's roots."""
+    client_roots = workspace_roots(ctx)
+    home = client_roots[0].path if client_roots else ctx.workdir
+    return Scope(
+        home=home,
+        confinements=(ctx.config.allowed_roots, tuple(r.real for r in client_roots)),
+        home_is_fallback=not client_roots and not ctx.workdir_given and home == "/",
+    )
 
 
 def refresh(ctx: Context) -> None:

@@ -17,8 +17,9 @@ import binascii
 from typing import Any
 
 from dsh_search import texts
+from dsh_search.engine.failures import INVALID_ARGS, invalid_args
 from dsh_search.methods.context import Context
-from dsh_search.methods.errors import INVALID_ARGS, invalid_args, openrpc_errors
+from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.store import scrollback

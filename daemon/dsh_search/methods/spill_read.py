@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from dsh_search.engine.failures import INVALID_ARGS, invalid_args
 from dsh_search.methods.context import Context
-from dsh_search.methods.errors import INVALID_ARGS, invalid_args, openrpc_errors
+from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.store.spill import SpillReadError

@@ -5,7 +5,8 @@ name>`, directories 0700, files 0600. Fixes: a write is atomic and exclusive (te
 directory, fsync, then a hard link to the final name, which fails rather than replace anything), so a
 reader never sees a partial artifact and a failed write leaves nothing behind; and artifacts are
 retired by age and total size. `read` pages an artifact by lines for `spill/read`, refusing any
-locator that is not an artifact inside the root.
+locator that is not an artifact inside the root. The engine hands results over through its `Spill`
+interface (engine/spill.py), which this store implements.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
+
+from dsh_search.engine.spill import SpillRef
 
 log = logging.getLogger("dsh_search.spill")
 
@@ -31,15 +34,6 @@ _LITERAL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345
 
 class SpillReadError(Exception):
     """A `spill/read` request the store refuses; the message is shown to the caller."""
-
-
-class SpillRef(NamedTuple):
-    locator: str
-    bytes: int
-    retrieval_hint: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {"locator": self.locator, "bytes": self.bytes, "retrievalHint": self.retrieval_hint}
 
 
 def encode_segment(name: str) -> str:

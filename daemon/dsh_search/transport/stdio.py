@@ -1,4 +1,4 @@
-"""The IO loop: stdin → framing → envelope → jsonrpcserver dispatch → stdout, plus lifetime.
+"""The IO loop: stdin → framing → envelope → request table → stdout, plus lifetime.
 
 One thread reads stdin and one writes stdout (blocking IO on whatever fds the host gave us, pipe, file
 or tty); everything else runs on one asyncio loop. Each request is a task, so requests run
@@ -50,12 +50,14 @@ class Server:
         stdin_fd: int = 0,
         stdout_fd: int = 1,
         on_exit: Callable[[], None] | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self._grace_s = grace_s
         self._decoder = Decoder(max_message_bytes, framing)
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
         self._on_exit = on_exit
+        self._handle_signals = handle_signals  # False: a server inside another program (tests)
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -73,13 +75,17 @@ class Server:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._finish = loop.create_future()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, self._end, f"signal {signal.Signals(sig).name}")
+        if self._handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._end, f"signal {signal.Signals(sig).name}")
         self._writer = threading.Thread(target=self._write_loop, name="stdout", daemon=True)
         self._writer.start()
         threading.Thread(target=self._read_loop, name="stdin", daemon=True).start()
+        watcher = None
         if can_watch_stdout(self._stdout_fd):
-            threading.Thread(target=self._watch_stdout, name="stdout-watch", daemon=True).start()
+            wake_r, wake_w = os.pipe()
+            watcher = threading.Thread(target=self._watch_stdout, args=(wake_r,), name="stdout-watch", daemon=True)
+            watcher.start()
 
         reason = await self._finish
         log.info("exiting: %s", reason)
@@ -97,6 +103,12 @@ class Server:
             self._on_exit()
         self._out.put(None)
         self._writer.join(timeout=1.0)
+        if watcher is not None:
+            # Its poll holds a reference to our stdout: end it, so a server inside another program (tests)
+            # lets go of the pipe when it returns.
+            os.write(wake_w, b"x")
+            watcher.join(timeout=1.0)
+            os.close(wake_w)
         return 0
 
     def _end(self, reason: str) -> None:
@@ -187,16 +199,23 @@ class Server:
                 log.warning("stdout is gone (%s); aborting", exc)
                 self._from_thread(self._end, "stdout closed")
 
-    def _watch_stdout(self) -> None:
+    def _watch_stdout(self, wake_fd: int) -> None:
         # poll() always reports POLLERR/POLLHUP, even with no events requested: on a pipe's write end
-        # that happens exactly when the reader has closed its end.
+        # that happens exactly when the reader has closed its end. `wake_fd` becomes readable when the
+        # server is done.
         poller = select.poll()
         poller.register(self._stdout_fd, 0)
-        while True:
-            ready = poller.poll()
-            if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in ready):
-                self._from_thread(self._end, "stdout closed")
-                return
+        poller.register(wake_fd, select.POLLIN)
+        try:
+            while True:
+                ready = poller.poll()
+                if any(fd == wake_fd for fd, _ in ready):
+                    return
+                if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in ready):
+                    self._from_thread(self._end, "stdout closed")
+                    return
+        finally:
+            os.close(wake_fd)
 
     def _from_thread(self, fn: Callable[..., None], *args: Any) -> None:
         if self._loop is not None:

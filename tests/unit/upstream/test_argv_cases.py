@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_search.search import glob as glob_mod
-from dsh_search.search import grep as grep_mod
-from dsh_search.search.paths import DenyGlobs
+from dsh_search.engine import glob as glob_mod
+from dsh_search.engine import grep as grep_mod
+from dsh_search.engine.paths import DenyGlobs
 from tests.support.fakes import NO_DENY
 from tests.support.upstream import case
 
@@ -26,8 +26,8 @@ VCS = [
 ]
 # Upstream's glob argv has `--sort=modified` where ours has `--null` (deliberate differences, docs/behaviour.md,
 # "Glob": NUL-separated output, and the daemon sorts by (mtime, path) itself) and a walk thread count
-# (performance.md).
-GLOB_HEAD = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", f"--threads={glob_mod.WALK_THREADS}"]
+# (performance.md): the daemon's own CPU count less one, here 3.
+GLOB_HEAD = ["--files", "--glob={}", "--null", "--no-ignore", "--hidden", "--threads=3"]
 
 
 def glob_argv(pattern: str, path: str | None = None) -> list[str]:
@@ -37,12 +37,12 @@ def glob_argv(pattern: str, path: str | None = None) -> list[str]:
 
 @case("T16")
 def test_glob_lists_files_hidden_and_ignored_included_vcs_excluded() -> None:
-    assert glob_mod.build_argv("**/*.ts", None, NO_DENY) == glob_argv("**/*.ts")
+    assert glob_mod.build_argv("**/*.ts", None, NO_DENY, 3) == glob_argv("**/*.ts")
 
 
 @case("T17")
 def test_glob_path_with_a_space_is_one_argument_after_double_dash() -> None:
-    assert glob_mod.build_argv("*.md", "docs dir", NO_DENY) == glob_argv("*.md", "docs dir")
+    assert glob_mod.build_argv("*.md", "docs dir", NO_DENY, 3) == glob_argv("*.md", "docs dir")
 
 
 @case("T18")
@@ -68,12 +68,12 @@ def test_grep_include_is_a_glob_and_a_dash_path_follows_double_dash() -> None:
 )
 def test_hostile_values_stay_one_inert_argument(raw: str) -> None:
     assert grep_mod.build_argv(raw, None, None, NO_DENY) == ["--json", f"--regexp={raw}"]
-    assert glob_mod.build_argv(raw, None, NO_DENY)[1] == f"--glob={raw}"
+    assert glob_mod.build_argv(raw, None, NO_DENY, 3)[1] == f"--glob={raw}"
 
 
 def test_deny_globs_are_appended_before_the_path() -> None:
     deny = DenyGlobs((".env*", "*.pem"))
-    assert glob_mod.build_argv("*", "src", deny)[-4:] == ["--glob=!.env*", "--glob=!*.pem", "--", "src"]
+    assert glob_mod.build_argv("*", "src", deny, 3)[-4:] == ["--glob=!.env*", "--glob=!*.pem", "--", "src"]
     assert grep_mod.build_argv("x", None, "*.ts", deny) == [
         "--json",
         "--regexp=x",

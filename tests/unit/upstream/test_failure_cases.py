@@ -8,31 +8,33 @@ import json
 import pytest
 
 from dsh_search import texts
-from dsh_search.methods.errors import (
+from dsh_search.engine.core import classify
+from dsh_search.engine.failures import (
     INVALID_ARGS,
+    KIND_NAMES,
     SEARCH_ABORTED,
     SEARCH_FAILED,
     SEARCH_INVALID_PATTERN,
     SEARCH_RAW_OUTPUT_OVERFLOW,
     ToolError,
 )
-from dsh_search.search.core import classify
+from dsh_search.methods.errors import KIND_CODES, KINDS, error_code, error_data
 from tests.support.fakes import make_app, outcome, run_glob, run_grep
 from tests.support.upstream import case
 
 
 @case("T40")
-def test_exit_1_is_an_empty_result_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exit_1_is_an_empty_result_not_an_error() -> None:
     assert classify("glob", outcome(1), 100, lambda _: False).no_matches
-    assert run_glob(monkeypatch, make_app(), [])["text"] == "No files found"
-    assert run_grep(monkeypatch, make_app(), [])["text"] == "No matches found"
+    assert run_glob(make_app(), [])["text"] == "No files found"
+    assert run_grep(make_app(), [])["text"] == "No matches found"
 
 
 @case("T41")
 def test_a_regex_parse_error_is_an_invalid_pattern() -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(2, b"rg: regex parse error:\n    (\nerror: unclosed group"), 100, lambda _: False)
-    assert err.value.code == SEARCH_INVALID_PATTERN and "regex parse error" in err.value.text
+    assert err.value.kind == SEARCH_INVALID_PATTERN and "regex parse error" in err.value.text
     assert err.value.message == "grep pattern rejected by ripgrep: rg: regex parse error:\n    (\nerror: unclosed group"
 
 
@@ -40,14 +42,14 @@ def test_a_regex_parse_error_is_an_invalid_pattern() -> None:
 def test_a_glob_parse_error_is_an_invalid_pattern() -> None:
     with pytest.raises(ToolError) as err:
         classify("glob", outcome(2, b"rg: error parsing glob '[': unclosed character class"), 100, lambda _: False)
-    assert err.value.code == SEARCH_INVALID_PATTERN
+    assert err.value.kind == SEARCH_INVALID_PATTERN
 
 
 @case("T43")
 def test_an_io_error_is_search_failed() -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(2, b"rg: missing.dir: IO error: no such file or directory"), 100, lambda _: False)
-    assert err.value.code == SEARCH_FAILED and "IO error" in err.value.text
+    assert err.value.kind == SEARCH_FAILED and "IO error" in err.value.text
     assert err.value.message == "grep search failed (exit 2): rg: missing.dir: IO error: no such file or directory"
 
 
@@ -55,7 +57,7 @@ def test_an_io_error_is_search_failed() -> None:
 def test_another_exit_status_with_no_stderr_is_search_failed() -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(3), 100, lambda _: False)
-    assert err.value.code == SEARCH_FAILED and err.value.message == "grep search failed (exit 3)"
+    assert err.value.kind == SEARCH_FAILED and err.value.message == "grep search failed (exit 3)"
 
 
 @case("T45")
@@ -69,7 +71,7 @@ def test_stderr_cut_at_its_cap_is_marked_truncated() -> None:
 def test_a_killed_search_names_the_signal_or_says_unknown() -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(None, sig=9), 100, lambda _: False)
-    assert err.value.code == SEARCH_FAILED and err.value.message == "grep search command was killed by signal SIGKILL"
+    assert err.value.kind == SEARCH_FAILED and err.value.message == "grep search command was killed by signal SIGKILL"
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(None, sig=None), 100, lambda _: False)
     assert "killed by signal (unknown)" in err.value.text
@@ -79,7 +81,7 @@ def test_a_killed_search_names_the_signal_or_says_unknown() -> None:
 def test_output_over_the_raw_cap_is_an_overflow_whatever_the_exit(code: int | None) -> None:
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(code, sig=15 if code is None else None, overflow=True), 16, lambda _: False)
-    assert err.value.code == SEARCH_RAW_OUTPUT_OVERFLOW
+    assert err.value.kind == SEARCH_RAW_OUTPUT_OVERFLOW
     assert err.value.message == (
         "grep produced more raw output than the subprocess seam retained within the 16-byte cap; "
         "narrow pattern, path, or include and retry"
@@ -91,7 +93,7 @@ def test_a_newline_in_the_pattern_is_an_invalid_pattern() -> None:
     stderr = b'rg: the literal "\\n" is not allowed in a regex\n\nConsider enabling multiline mode'
     with pytest.raises(ToolError) as err:
         classify("grep", outcome(2, stderr), 100, lambda _: False)
-    assert err.value.code == SEARCH_INVALID_PATTERN
+    assert err.value.kind == SEARCH_INVALID_PATTERN
 
 
 @case("fix")
@@ -102,8 +104,7 @@ def test_exit_2_with_results_keeps_them_and_counts_the_unreadable() -> None:
 
 
 def test_every_tool_error_maps_to_its_code() -> None:
-    from dsh_search.methods.errors import KIND_CODES
-
+    assert [kind.name for kind in KINDS] == list(KIND_NAMES)  # every kind the engine has, once, in order
     assert KIND_CODES == {
         INVALID_ARGS: -32602,
         SEARCH_INVALID_PATTERN: 1001,
@@ -112,5 +113,6 @@ def test_every_tool_error_maps_to_its_code() -> None:
         SEARCH_ABORTED: 1004,
     }
     err = ToolError(SEARCH_ABORTED, texts.timed_out("glob", 30000))
-    assert err.data() == {"code": "SEARCH_ABORTED", "text": "Error: glob timed out after 30000ms"}
-    assert json.dumps(err.data())
+    assert error_data(err) == {"code": "SEARCH_ABORTED", "text": "Error: glob timed out after 30000ms"}
+    assert error_code(err) == 1004
+    assert json.dumps(error_data(err))

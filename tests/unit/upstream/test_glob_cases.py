@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_search.methods.errors import (
-    INVALID_ARGS,
-    ToolError,
-)
-from dsh_search.search import glob as glob_mod
-from dsh_search.search.paths import to_workdir_relative
+from dsh_search.engine import glob as glob_mod
+from dsh_search.engine.failures import INVALID_ARGS, ToolError
+from dsh_search.engine.paths import to_workdir_relative
 from dsh_search.store.spill import SpillStore
 from tests.support.fakes import FAKE_HINT, NO_DENY, FakeSpill, make_app, run_glob
 from tests.support.upstream import case
@@ -24,24 +21,25 @@ def test_glob_shows_paths_inside_the_workdir_relative_and_others_as_given() -> N
 @case("T61")
 def test_glob_rejects_a_blank_pattern_or_path_and_trims_nothing() -> None:
     with pytest.raises(ToolError) as err:
-        glob_mod.validate({"pattern": "  "})
-    assert err.value.code == INVALID_ARGS and err.value.message == "pattern must be a non-empty string"
+        glob_mod.validate(glob_mod.GlobArgs("  "))
+    assert err.value.kind == INVALID_ARGS and err.value.message == "pattern must be a non-empty string"
     with pytest.raises(ToolError) as err:
-        glob_mod.validate({"pattern": "*", "path": " "})
+        glob_mod.validate(glob_mod.GlobArgs("*", " "))
     assert err.value.message == "path must be a non-empty string when given"
-    assert glob_mod.validate({"pattern": " *.ts "}) == (" *.ts ", None)  # not trimmed
+    glob_mod.validate(glob_mod.GlobArgs(" *.ts "))  # accepted, and searched as it is: not trimmed
+    assert "--glob= *.ts " in glob_mod.build_argv(" *.ts ", None, NO_DENY, 1)
 
 
 @case("T62")
 def test_glob_passes_the_path_after_double_dash() -> None:
-    assert glob_mod.build_argv("*.ts", "sub", NO_DENY)[-2:] == ["--", "sub"]
+    assert glob_mod.build_argv("*.ts", "sub", NO_DENY, 1)[-2:] == ["--", "sub"]
 
 
 @case("T63")
-def test_glob_over_the_cap_shows_the_head_and_spills_the_full_sorted_list(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glob_over_the_cap_shows_the_head_and_spills_the_full_sorted_list() -> None:
     spill = FakeSpill()
     app = make_app(spill, globMaxResults=2)
-    result = run_glob(monkeypatch, app, ["a.ts", "b.ts", "c.ts", "d.ts"], sessionId="session-1")
+    result = run_glob(app, ["a.ts", "b.ts", "c.ts", "d.ts"], sessionId="session-1")
     assert result["text"] == (
         "a.ts\nb.ts\n\n(Showing 2 of 4 paths. Full sorted result stored at: /spill/glob-results.txt. "
         "Use the fake retrieval hint.)"
@@ -108,25 +106,25 @@ def test_glob_over_flat_files_uses_the_plain_footer() -> None:
 
 
 @case("T71")
-def test_glob_result_that_fits_is_not_spilled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glob_result_that_fits_is_not_spilled() -> None:
     spill = FakeSpill()
-    result = run_glob(monkeypatch, make_app(spill), ["a.ts"])
+    result = run_glob(make_app(spill), ["a.ts"])
     assert spill.saves == [] and result["spill"] is None
 
 
 @pytest.mark.parametrize("fail", [True, False], ids=["T74-T75-T76-save-fails", "T74-T75-T76-store-refuses"])
-def test_glob_result_that_cannot_be_saved_is_not_an_error(monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
+def test_glob_result_that_cannot_be_saved_is_not_an_error(fail: bool) -> None:
     app = make_app(FakeSpill(fail=fail), globMaxResults=1)
     if not fail:  # a spill root that is a regular file: the real store refuses, the search does not
-        app.spill = SpillStore("/dev/null/spill", max_bytes=1 << 20, max_age_s=60, hint="h")
-    result = run_glob(monkeypatch, app, ["a.ts", "b.ts"])
+        app.searcher.spill = SpillStore("/dev/null/spill", max_bytes=1 << 20, max_age_s=60, hint="h")
+    result = run_glob(app, ["a.ts", "b.ts"])
     assert result["text"] == (
         "a.ts\n\n(Showing 1 of 2 paths. The complete result could not be saved; narrow pattern or path to see more.)"
     )
     assert result["spill"] is None
 
 
-def test_a_spill_without_a_session_goes_to_the_default_session(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_spill_without_a_session_goes_to_the_default_session() -> None:
     spill = FakeSpill()
-    run_glob(monkeypatch, make_app(spill, globMaxResults=1), ["a", "b"])
+    run_glob(make_app(spill, globMaxResults=1), ["a", "b"])
     assert spill.saves[0][0] == "default"

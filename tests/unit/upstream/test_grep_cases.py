@@ -9,13 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from dsh_search.methods.errors import (
-    INVALID_ARGS,
-    SEARCH_FAILED,
-    ToolError,
-)
-from dsh_search.search import grep as grep_mod
-from tests.support.fakes import FakeSpill, make_app, match_record, run_grep
+from dsh_search.engine import grep as grep_mod
+from dsh_search.engine.failures import INVALID_ARGS, SEARCH_FAILED, ToolError
+from tests.support.fakes import NO_DENY, FakeSpill, make_app, match_record, parsed, render_matches, run_grep
 from tests.support.upstream import case
 
 
@@ -31,28 +27,28 @@ def test_grep_parses_json_records_and_groups_matches_by_file() -> None:
             b'{"type":"summary","data":{}}',
         ]
     )
-    matches = grep_mod.parse_matches(stdout, "/sessions/s1")
+    matches = parsed(stdout, "/sessions/s1")
     assert matches == [("a.ts", 3, "const x = 1"), ("a.ts", 9, "const y = 2"), ("b.ts", 1, "const z = 3")]
-    page = grep_mod.render(matches, max_matches=250, max_line_bytes=2000, spill=None)
+    page = render_matches(matches)
     assert page.text == "Found 3 matches\n\na.ts\nLine 3: const x = 1\nLine 9: const y = 2\n\nb.ts\nLine 1: const z = 3"
 
 
 @case("T78")
 def test_grep_says_one_match_in_the_singular() -> None:
-    page = grep_mod.render([("a.ts", 1, "hit")], max_matches=250, max_line_bytes=2000, spill=None)
+    page = render_matches([("a.ts", 1, "hit")])
     assert page.text == "Found 1 match\n\na.ts\nLine 1: hit"
 
 
 @case("T79")
 def test_grep_shows_an_absolute_match_path_inside_cwd_relative() -> None:
-    matches = grep_mod.parse_matches(match_record("/sessions/s1/deep/a.ts", 2, "hit\n"), "/sessions/s1")
-    page = grep_mod.render(matches, max_matches=250, max_line_bytes=2000, spill=None)
+    matches = parsed(match_record("/sessions/s1/deep/a.ts", 2, "hit\n"), "/sessions/s1")
+    page = render_matches(matches)
     assert "deep/a.ts\nLine 2: hit" in page.text
 
 
 @case("T80")
 def test_grep_cuts_a_long_line_on_a_utf8_boundary() -> None:
-    page = grep_mod.render([("a.ts", 1, "aéaéaéaé")], max_matches=250, max_line_bytes=7, spill=None)
+    page = render_matches([("a.ts", 1, "aéaéaéaé")], max_line_bytes=7)
     assert "Line 1: aéaéa (line truncated)" in page.text
 
 
@@ -61,21 +57,21 @@ def test_grep_marks_a_line_that_is_not_utf8() -> None:
     record = orjson.dumps(
         {"type": "match", "data": {"path": {"text": "a.ts"}, "line_number": 4, "lines": {"bytes": "AAECww=="}}}
     )
-    page = grep_mod.render(grep_mod.parse_matches(record, "/w"), max_matches=250, max_line_bytes=2000, spill=None)
+    page = render_matches(parsed(record, "/w"))
     assert "Line 4: (line is not valid UTF-8)" in page.text
 
 
 @case("T82")
 def test_grep_strips_crlf_but_keeps_a_bare_cr() -> None:
-    assert grep_mod.parse_matches(match_record("a", 1, "windows line\r\n"), "/w")[0][2] == "windows line"
-    assert grep_mod.parse_matches(match_record("a", 1, "bare cr\r"), "/w")[0][2] == "bare cr\r"
+    assert parsed(match_record("a", 1, "windows line\r\n"), "/w")[0][2] == "windows line"
+    assert parsed(match_record("a", 1, "bare cr\r"), "/w")[0][2] == "bare cr\r"
 
 
 @case("T83")
-def test_grep_over_the_cap_shows_the_head_and_spills_the_full_result(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grep_over_the_cap_shows_the_head_and_spills_the_full_result() -> None:
     spill = FakeSpill()
     app = make_app(spill, grepMaxMatches=2)
-    result = run_grep(monkeypatch, app, [("a.ts", 1, "one"), ("a.ts", 2, "two"), ("b.ts", 3, "three")], sessionId="s")
+    result = run_grep(app, [("a.ts", 1, "one"), ("a.ts", 2, "two"), ("b.ts", 3, "three")], sessionId="s")
     assert result["text"] == (
         "Found 2 of 3 matches\n\na.ts\nLine 1: one\nLine 2: two\n\n(Full grep result stored at: "
         "/spill/grep-results.txt. Use the fake retrieval hint.)"
@@ -86,10 +82,8 @@ def test_grep_over_the_cap_shows_the_head_and_spills_the_full_result(monkeypatch
 
 
 @case("T86")
-def test_grep_result_that_cannot_be_saved_is_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run_grep(
-        monkeypatch, make_app(FakeSpill(fail=True), grepMaxMatches=1), [("a.ts", 1, "one"), ("a.ts", 2, "two")]
-    )
+def test_grep_result_that_cannot_be_saved_is_not_an_error() -> None:
+    result = run_grep(make_app(FakeSpill(fail=True), grepMaxMatches=1), [("a.ts", 1, "one"), ("a.ts", 2, "two")])
     assert result["text"] == (
         "Found 1 of 2 matches\n\na.ts\nLine 1: one\n\n(The complete result could not be saved; narrow pattern, "
         "path, or include to see more.)"
@@ -131,15 +125,16 @@ def test_grep_result_that_cannot_be_saved_is_not_an_error(monkeypatch: pytest.Mo
 )
 def test_grep_rejects_blank_negated_or_comma_separated_arguments(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolError) as err:
-        grep_mod.validate(params)
-    assert err.value.code == INVALID_ARGS and err.value.message == message
+        grep_mod.validate(grep_mod.GrepArgs(**params))
+    assert err.value.kind == INVALID_ARGS and err.value.message == message
 
 
 @case("T88")
 def test_grep_accepts_a_blank_pattern_and_includes_as_written() -> None:
-    assert grep_mod.validate({"pattern": "  ", "include": "*.{ts,tsx}"}) == ("  ", None, "*.{ts,tsx}")
-    assert grep_mod.validate({"pattern": "x", "include": "{a,b"})[2] == "{a,b"
-    assert grep_mod.validate({"pattern": "x", "include": " !x"})[2] == " !x"
+    for pattern, include in (("  ", "*.{ts,tsx}"), ("x", "{a,b"), ("x", " !x")):
+        grep_mod.validate(grep_mod.GrepArgs(pattern, include=include))  # accepted, and searched as written
+        argv = grep_mod.build_argv(pattern, None, include, NO_DENY)
+        assert argv[:3] == ["--json", f"--regexp={pattern}", f"--glob={include}"]
 
 
 @pytest.mark.parametrize(
@@ -167,13 +162,13 @@ def test_grep_accepts_a_blank_pattern_and_includes_as_written() -> None:
 )
 def test_malformed_ripgrep_json_fails_the_search(line: bytes, detail: str) -> None:
     with pytest.raises(ToolError) as err:
-        grep_mod.parse_matches(line, "/w")
-    assert err.value.code == SEARCH_FAILED
+        parsed(line, "/w")
+    assert err.value.kind == SEARCH_FAILED
     assert err.value.message == f"grep received malformed ripgrep --json output ({detail})"
 
 
 def test_grep_skips_records_that_are_arrays() -> None:
-    assert grep_mod.parse_matches(b"[1,2]\n" + match_record("a", 1, "x"), "/w") == [("a", 1, "x")]
+    assert parsed(b"[1,2]\n" + match_record("a", 1, "x"), "/w") == [("a", 1, "x")]
 
 
 @case("fix")
@@ -189,4 +184,4 @@ def test_grep_keeps_a_match_in_a_file_whose_name_is_not_utf8() -> None:
             },
         }
     )
-    assert grep_mod.parse_matches(record, "/w") == [("caf\ufffd.txt", 1, "hit")]
+    assert parsed(record, "/w") == [("caf\ufffd.txt", 1, "hit")]

@@ -8,18 +8,16 @@ from typing import Any
 import orjson
 import pytest
 
-from dsh_search.search import grep as grep_mod
-from dsh_search.search.paths import to_workdir_relative
-from dsh_search.search.presentation import glob_meta, grep_meta, view_from_meta
-from tests.support.fakes import make_app, run_glob, run_grep
+from dsh_search.engine import grep as grep_mod
+from dsh_search.engine.paths import to_workdir_relative
+from dsh_search.engine.presentation import glob_meta, grep_meta, view_from_meta
+from tests.support.fakes import as_files, make_app, run_glob, run_grep
 from tests.support.upstream import case
 
 
 @case("T100")
-def test_grep_meta_holds_the_shown_matches_by_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run_grep(
-        monkeypatch, make_app(grepMaxMatches=2), [("a.ts", 1, "one"), ("a.ts", 2, "two"), ("b.ts", 3, "three")]
-    )
+def test_grep_meta_holds_the_shown_matches_by_file() -> None:
+    result = run_grep(make_app(grepMaxMatches=2), [("a.ts", 1, "one"), ("a.ts", 2, "two"), ("b.ts", 3, "three")])
     assert result["meta"] == {
         "shape": "matches",
         "files": [{"path": "a.ts", "matches": [{"lineNumber": 1, "line": "one"}, {"lineNumber": 2, "line": "two"}]}],
@@ -30,8 +28,8 @@ def test_grep_meta_holds_the_shown_matches_by_file(monkeypatch: pytest.MonkeyPat
 
 
 @case("T101")
-def test_glob_meta_holds_the_shown_paths(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run_glob(monkeypatch, make_app(globMaxResults=2), ["a.ts", "b.ts", "c.ts"])
+def test_glob_meta_holds_the_shown_paths() -> None:
+    result = run_glob(make_app(globMaxResults=2), ["a.ts", "b.ts", "c.ts"])
     assert result["meta"] == {"shape": "paths", "paths": ["a.ts", "b.ts"], "truncated": True, "total": 3}
 
 
@@ -59,7 +57,7 @@ def test_a_line_within_the_cap_is_shown_whole() -> None:
 
 @case("T107")
 def test_matches_are_listed_by_file_in_first_seen_order() -> None:
-    text = grep_mod.format_matches([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")])
+    text = grep_mod.format_files(as_files([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")]), None)
     assert text == "b.ts\nLine 2: x\nLine 5: z\n\na.ts\nLine 1: y"
 
 
@@ -81,8 +79,8 @@ def test_grep_meta_says_whether_the_matches_were_capped() -> None:
 
 
 @case("P5")
-def test_grep_meta_cuts_long_lines_as_the_text_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run_grep(monkeypatch, make_app(grepMaxLineBytes=7), [("a.ts", 1, "aéaéaéaé")])
+def test_grep_meta_cuts_long_lines_as_the_text_does() -> None:
+    result = run_grep(make_app(grepMaxLineBytes=7), [("a.ts", 1, "aéaéaéaé")])
     assert result["meta"]["files"][0]["matches"][0]["line"] == "aéaéa (line truncated)"
 
 

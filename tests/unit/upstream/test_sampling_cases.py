@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from dsh_search.search.sampling import sample_across_top_level
+from dsh_search.engine.sampling import sample_across_top_level
 from tests.support.upstream import case
 
 

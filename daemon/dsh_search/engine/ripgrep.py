@@ -189,7 +189,7 @@ def _limit_memory(pid: int, cap: int) -> bool:
     return True
 
 
-class _Owners:
+class Owners:
     """The threads that own children, kept and reused.
 
     Starting a thread makes the starter wait until the new thread runs (~0.5 ms on a busy machine: a
@@ -219,9 +219,6 @@ class _Owners:
                 self._idle += 1
 
 
-_OWNERS = _Owners()
-
-
 class Child:
     """A running rg and the thread that owns its pipes until it is reaped.
 
@@ -238,6 +235,7 @@ class Child:
         sink: Callable[[bytes], None] | None,
         loop: asyncio.AbstractEventLoop,
         memory_bounded: bool,
+        owners: Owners,
     ) -> None:
         self.pid = proc.pid  # also the process group id: the child leads its own session
         self._proc = proc
@@ -252,7 +250,7 @@ class Child:
         self._kill_timer: asyncio.TimerHandle | None = None
         self.error: BaseException | None = None  # the sink failed
         self.done: asyncio.Future[Outcome] = loop.create_future()
-        _OWNERS.run(self._own)
+        owners.run(self._own)
 
     # -- signalling (any thread) --------------------------------------------------------------------
 
@@ -430,6 +428,7 @@ def spawn(
     stdin_data: bytes | None,
     sink: Callable[[bytes], None] | None,
     loop: asyncio.AbstractEventLoop,
+    owners: Owners,
 ) -> Child:
     """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
     opened: list[int] = []
@@ -467,7 +466,7 @@ def spawn(
         if child_end is not None:
             os.close(child_end)
     bounded = limits.memory_cap is not None and _limit_memory(proc.pid, limits.memory_cap)
-    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded)
+    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded, owners)
 
 
 def _memory_file(data: bytes) -> int | None:
@@ -528,6 +527,7 @@ async def run(
     limits: Limits,
     stdin_data: bytes | None = None,
     groups: LiveGroups | None = None,
+    owners: Owners | None = None,
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
 ) -> Outcome:
@@ -535,10 +535,11 @@ async def run(
 
     With `stdout_sink`, stdout chunks go to the sink as they arrive, on the child's thread (so work on
     them can overlap the search), instead of being collected; the cap still applies to their total.
+    `groups` tracks the child while it runs; `owners` lends it a thread (a new one when not given).
     """
     child = spawn(
         rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
-        loop=asyncio.get_running_loop(),
+        loop=asyncio.get_running_loop(), owners=owners or Owners(),
     )  # fmt: skip
     if groups is not None:
         groups.add(child)
@@ -562,3 +563,29 @@ async def run(
     finally:
         if groups is not None:
             groups.discard(child)
+
+
+class Launcher:
+    """ripgrep as the daemon runs it: one binary, one scrubbed environment and one set of limits for
+    every run, each child tracked while it runs (so the way out can kill them all: `groups.kill_all`)
+    and owned by a reused thread."""
+
+    def __init__(self, rg_path: str, env: Mapping[str, str], limits: Limits) -> None:
+        self.rg_path = rg_path
+        self.env = dict(env)
+        self.limits = limits
+        self.groups = LiveGroups()
+        self.owners = Owners()
+
+    async def __call__(
+        self,
+        args: Sequence[str | bytes],
+        *,
+        cwd: str | bytes,
+        stdin_data: bytes | None = None,
+        sink: Callable[[bytes], None] | None = None,
+    ) -> Outcome:
+        return await run(
+            self.rg_path, args, cwd=cwd, env=self.env, limits=self.limits, stdin_data=stdin_data,
+            groups=self.groups, owners=self.owners, stdout_sink=sink,
+        )  # fmt: skip

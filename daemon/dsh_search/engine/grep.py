@@ -1,8 +1,9 @@
 """The `grep` tool: ripgrep regex search grouped by file as `Line N: …` (docs/behaviour.md,
 "Grep").
 
-request → validated args → argv → rg --json → match records → sorted by (display path, line)
-→ previewed lines → rendered page + meta + the complete result in the spill store.
+validated args → argv → rg --json, parsed in batches on a worker while rg runs (`parse_batch`) →
+files sorted by display path, matches by line (`ordered`) → previewed lines → the page (`render`) +
+meta + the complete result handed to the spill store.
 
 Upstream keeps ripgrep's parallel completion order, which differs run to run; we sort files by display
 path and matches by line number, so the inline page and the spill artifact are stable and agree.
@@ -13,37 +14,44 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, pairwise
 from typing import Any, NamedTuple
 
 import orjson
 
 from dsh_search import texts
-from dsh_search.methods.context import Context
-from dsh_search.methods.errors import SEARCH_FAILED, ToolError, invalid_args
-from dsh_search.methods.registry import MethodSpec
-from dsh_search.search.batches import Batches
-from dsh_search.search.core import (
-    DEFAULT_SESSION,
-    SEARCH_ERRORS,
-    SEARCH_RESULT,
+from dsh_search.engine.batches import Batches
+from dsh_search.engine.core import (
     RgResult,
+    Scope,
+    Searcher,
+    SearchResult,
+    Tally,
     Where,
     bounded,
     check_decoded_size,
+    locate,
     problems_suffix,
-    resolve,
     run_rg,
-    save_spill,
-    search_tool,
 )
-from dsh_search.search.jscompat import js_trim, utf8_growth
-from dsh_search.search.paths import DenyGlobs, decode, to_workdir_relative
-from dsh_search.search.presentation import grep_meta
-from dsh_search.store.spill import SpillRef
+from dsh_search.engine.failures import SEARCH_FAILED, ToolError, invalid_args
+from dsh_search.engine.jscompat import js_trim, utf8_growth
+from dsh_search.engine.paths import DenyGlobs, decode, to_workdir_relative
+from dsh_search.engine.presentation import grep_meta
+from dsh_search.engine.spill import SpillRef, save
 
-Match = tuple[str, int, str]  # (display path, line number, full line)
+TOOL = "grep"
+# The --json records grep's progress counts: one per matching line, and one `begin` per file with matches.
+MATCH_RECORD = b'{"type":"match"'
+BEGIN_RECORD = b'{"type":"begin"'
+
+
+class GrepArgs(NamedTuple):
+    pattern: str
+    path: str | None = None  # the file or directory searched, as the caller wrote it
+    include: str | None = None  # one glob filter of the files searched
+    cwd: str | None = None  # the session's directory (host only); None: the scope's home
+    session_id: str = "default"  # the spill session of the complete result
 
 
 def build_argv(pattern: str, path: str | None, include: str | None, deny: DenyGlobs) -> list[str]:
@@ -56,14 +64,12 @@ def build_argv(pattern: str, path: str | None, include: str | None, deny: DenyGl
     return argv
 
 
-def validate(params: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    pattern: str = params["pattern"]
-    if not pattern:
+def validate(args: GrepArgs) -> None:
+    if not args.pattern:
         raise invalid_args(texts.PATTERN_EMPTY)
-    path: str | None = params.get("path")
-    if path is not None and not js_trim(path):
+    if args.path is not None and not js_trim(args.path):
         raise invalid_args(texts.PATH_EMPTY)
-    include: str | None = params.get("include")
+    include = args.include
     if include is not None:
         if not js_trim(include):
             raise invalid_args(texts.INCLUDE_EMPTY)
@@ -77,7 +83,6 @@ def validate(params: dict[str, Any]) -> tuple[str, str | None, str | None]:
                 depth = max(0, depth - 1)
             elif ch == "," and depth == 0:
                 raise invalid_args(texts.INCLUDE_LIST)
-    return pattern, path, include
 
 
 def _malformed(detail: str) -> ToolError:
@@ -141,13 +146,6 @@ class ParsedBatch(NamedTuple):
     growth: int  # bytes the batch gains decoded with U+FFFD replacements (jscompat.utf8_growth)
 
 
-def parse_matches(stdout: bytes, cwd: str) -> list[Match]:
-    """ripgrep --json records → matches, with upstream's strictness about malformed records."""
-    return [
-        (f.path, n, line) for f in parse_batch(stdout, cwd).files for n, line in zip(f.numbers, f.lines, strict=True)
-    ]
-
-
 def parse_batch(stdout: bytes, cwd: str, max_line_bytes: int | None = None) -> ParsedBatch:
     """A batch of whole --json records → the files it holds matches of (each with its section formatted,
     lines previewed to `max_line_bytes`), and the batch's decoded growth.
@@ -161,8 +159,7 @@ def parse_batch(stdout: bytes, cwd: str, max_line_bytes: int | None = None) -> P
     files = _parse_fast(stdout, cwd)
     growth = 0
     if files is None:
-        matches, growth = _parse_strict(stdout, cwd)
-        files = group_runs(matches)
+        files, growth = _parse_strict(stdout, cwd)
     return ParsedBatch([f._replace(section=section(f, max_line_bytes)) for f in files], growth)
 
 
@@ -194,17 +191,6 @@ def _parse_fast(stdout: bytes, cwd: str) -> list[FileMatches] | None:
     return files
 
 
-def group_runs(matches: list[Match]) -> list[FileMatches]:
-    """Matches (lines without terminators) → files, consecutive matches of one path together."""
-    files: list[FileMatches] = []
-    for path, number, line in matches:
-        if not files or files[-1].path != path:
-            files.append(FileMatches(path, [], []))
-        files[-1].numbers.append(number)
-        files[-1].raw_lines.append(raw_line(line))
-    return files
-
-
 def _loads_replacing(raw: bytes) -> Any:
     """A line orjson refused, parsed as upstream parses it: decoded with U+FFFD replacements first, which
     only makes a difference when the line is not valid UTF-8."""
@@ -218,7 +204,7 @@ def _loads_replacing(raw: bytes) -> Any:
     raise _malformed("a line is not JSON")
 
 
-def _parse_strict(stdout: bytes, cwd: str) -> tuple[list[Match], int]:
+def _parse_strict(stdout: bytes, cwd: str) -> tuple[list[FileMatches], int]:
     """Record by record, as upstream parses: its checks, its errors, and the batch's decoded growth.
 
     Upstream decodes the whole output with U+FFFD replacements and then parses each line. ripgrep's
@@ -226,7 +212,7 @@ def _parse_strict(stdout: bytes, cwd: str) -> tuple[list[Match], int]:
     defensive: every line is either ASCII or validated by orjson, and only a line orjson refuses is
     decoded with replacements (and counted) before it is parsed again.
     """
-    matches: list[Match] = []
+    files: list[FileMatches] = []
     growth = 0
     for raw in stdout.split(b"\n"):
         if not raw:
@@ -262,13 +248,17 @@ def _parse_strict(stdout: bytes, cwd: str) -> tuple[list[Match], int]:
             raise _malformed("a match record has no line content")
         text = lines.get("text")
         if isinstance(text, str):
-            line = line_text(text)
+            line = text
         elif isinstance(lines.get("bytes"), str):
-            line = texts.LINE_NOT_UTF8
+            line = raw_line(texts.LINE_NOT_UTF8)
         else:
             raise _malformed("a match record has neither line text nor bytes")
-        matches.append((to_workdir_relative(path, cwd), int(line_number), line))
-    return matches, growth
+        shown = to_workdir_relative(path, cwd)
+        if not files or files[-1].path != shown:  # ripgrep writes a file's matches together
+            files.append(FileMatches(shown, [], []))
+        files[-1].numbers.append(int(line_number))
+        files[-1].raw_lines.append(line)
+    return files, growth
 
 
 def preview_line(line: str, max_bytes: int) -> str:
@@ -278,15 +268,6 @@ def preview_line(line: str, max_bytes: int) -> str:
     if len(data) <= max_bytes:
         return line
     return data[:max_bytes].decode("utf-8", "ignore") + texts.LINE_TRUNCATED_SUFFIX
-
-
-def previewed(matches: list[Match], max_line_bytes: int) -> list[Match]:
-    return [(path, number, preview_line(line, max_line_bytes)) for path, number, line in matches]
-
-
-def format_matches(matches: list[Match]) -> str:
-    """Sections `<path>\\nLine N: <line>…` joined by blank lines, files in first-seen order."""
-    return format_files(group_runs(matches), max_line_bytes=None)
 
 
 def format_files(files: list[FileMatches], max_line_bytes: int | None) -> str:
@@ -315,15 +296,11 @@ def head(files: list[FileMatches], count: int) -> list[FileMatches]:
 
 class Page(NamedTuple):
     text: str
-    shown: list[Match]  # previewed
+    shown: list[tuple[str, int, str]]  # (path, line number, previewed line) of each match shown, for the meta
     truncated: bool
 
 
-def render(matches: list[Match], *, max_matches: int, max_line_bytes: int, spill: SpillRef | None) -> Page:
-    return render_files(group_runs(matches), max_matches=max_matches, max_line_bytes=max_line_bytes, spill=spill)
-
-
-def render_files(files: list[FileMatches], *, max_matches: int, max_line_bytes: int, spill: SpillRef | None) -> Page:
+def render(files: list[FileMatches], *, max_matches: int, max_line_bytes: int, spill: SpillRef | None) -> Page:
     total = sum(len(f.numbers) for f in files)
     if total == 0:
         return Page(texts.GREP_NO_MATCHES, [], False)
@@ -371,18 +348,19 @@ def _joined(pieces: list[FileMatches]) -> FileMatches:
     return FileMatches(path, numbers, raw_lines, text)
 
 
-# Parsing --json output while rg still runs; one worker, as the work is GIL-bound.
-_PARSE_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse")
-
-
-async def _search(ctx: Context, pattern: str, include: str | None, where: Where) -> tuple[list[FileMatches], RgResult]:
+async def _search(
+    searcher: Searcher, pattern: str, include: str | None, where: Where, tally: Tally | None
+) -> tuple[list[FileMatches], RgResult]:
     cwd = where.cwd
-    cap = ctx.config.grep_max_line_bytes
-    batches = Batches(b"\n", lambda blob: parse_batch(blob, cwd, cap), _PARSE_POOL, growth=lambda batch: batch.growth)
-    batches.watch(_MATCH_RECORD)
-    argv = build_argv(pattern, where.path, include, ctx.deny_globs)
-    result = await run_rg(ctx, "grep", argv, where, lambda _: batches.saw(_MATCH_RECORD), sink=batches.feed)
-    await check_decoded_size("grep", result, batches, ctx.config.raw_output_max_bytes)
+    cap = searcher.config.grep_max_line_bytes
+    batches = Batches(
+        b"\n", lambda blob: parse_batch(blob, cwd, cap), searcher.workers.parse, growth=lambda batch: batch.growth
+    )
+    batches.watch(_MATCH_TYPE)
+    sink = batches.feed if tally is None else tally.counting(batches.feed, MATCH_RECORD, BEGIN_RECORD)
+    argv = build_argv(pattern, where.path, include, searcher.deny_globs)
+    result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally)
+    await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     files = ordered([part.files for part in await batches.results()])
@@ -392,45 +370,21 @@ async def _search(ctx: Context, pattern: str, include: str | None, where: Where)
     return files, result
 
 
-_MATCH_RECORD = b'"type":"match"'
+_MATCH_TYPE = b'"type":"match"'  # in any record a match is (exit 2 with results needs to know)
 
 
-GREP_PARAMS, GREP_FACE = search_tool(
-    lambda c: texts.grep_description(c.grep_max_matches),
-    {
-        "pattern": {"type": "string", "description": texts.GREP_PATTERN_DESCRIPTION},
-        "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
-        "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
-    },
-)
-
-
-async def grep(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    pattern, _path, include = validate(params)
-    where = resolve(ctx, params)
-    config = ctx.config
-    files, result = await bounded(ctx, "grep", _search(ctx, pattern, include, where))
+async def grep(searcher: Searcher, args: GrepArgs, scope: Scope, tally: Tally | None = None) -> SearchResult:
+    """Lines matching `args.pattern`, grouped by file: the page, its meta, and the complete result saved
+    when it is over grepMaxMatches."""
+    validate(args)
+    where = locate(searcher, scope, args.cwd, args.path)
+    config = searcher.config
+    files, result = await bounded(config, TOOL, _search(searcher, args.pattern, args.include, where, tally))
     total = sum(len(f.numbers) for f in files)
     spill = None
     if total > config.grep_max_matches:
         content = spill_pieces(files, total, config.grep_max_line_bytes)
-        spill = await save_spill(ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GREP_SPILL_NAME, content)
-    page = render_files(
-        files, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill
-    )
-    return {
-        "text": page.text + problems_suffix(result),
-        "meta": grep_meta(page.shown, page.truncated, total, config.search_meta_max_bytes),
-        "spill": spill.as_json() if spill else None,
-    }
-
-
-SPEC = MethodSpec(
-    "grep",
-    summary="Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
-    handler=grep,
-    params=GREP_PARAMS,
-    result=SEARCH_RESULT,
-    errors=SEARCH_ERRORS,
-    tool=GREP_FACE,
-)
+        spill = await save(searcher.spill, args.session_id, texts.GREP_SPILL_NAME, content)
+    page = render(files, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
+    meta = grep_meta(page.shown, page.truncated, total, config.search_meta_max_bytes)
+    return SearchResult(page.text + problems_suffix(result), meta, spill)

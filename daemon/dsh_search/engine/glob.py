@@ -14,54 +14,47 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from dsh_search import texts
-from dsh_search.methods.context import Context
-from dsh_search.methods.errors import invalid_args
-from dsh_search.methods.registry import MethodSpec
-from dsh_search.search.batches import Batches
-from dsh_search.search.core import (
-    DEFAULT_SESSION,
-    SEARCH_ERRORS,
-    SEARCH_RESULT,
+from dsh_search.engine.batches import Batches
+from dsh_search.engine.core import (
     RgResult,
+    Scope,
+    Searcher,
+    SearchResult,
+    Tally,
     Where,
     bounded,
     check_decoded_size,
+    locate,
     problems_suffix,
-    resolve,
     run_rg,
-    save_spill,
-    search_tool,
 )
-from dsh_search.search.jscompat import js_trim, utf8_growth
-from dsh_search.search.paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
-from dsh_search.search.presentation import glob_meta
-from dsh_search.search.sampling import sample_across_top_level
-from dsh_search.store.spill import SpillRef
+from dsh_search.engine.failures import invalid_args
+from dsh_search.engine.jscompat import js_trim, utf8_growth
+from dsh_search.engine.paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
+from dsh_search.engine.presentation import glob_meta
+from dsh_search.engine.sampling import sample_across_top_level
+from dsh_search.engine.spill import SpillRef, save
 
+TOOL = "glob"
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+# What ripgrep writes after each path it lists (`--null`): what glob's progress counts.
+PATH_END = b"\0"
 
 
-def _walk_threads() -> int:
-    """ripgrep walks on all CPUs but one; that one stats the files it lists (see _stat_batch). At most
-    12, ripgrep's own default ceiling, which its memory bound (rgMemoryMaxBytes) is sized for."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no sched_getaffinity (macOS)
-        cpus = os.cpu_count() or 1
-    return min(12, max(1, cpus - 1))
+class GlobArgs(NamedTuple):
+    pattern: str
+    path: str | None = None  # the search root, as the caller wrote it
+    cwd: str | None = None  # the session's directory (host only); None: the scope's home
+    session_id: str = "default"  # the spill session of the complete result
 
 
-WALK_THREADS = _walk_threads()
-
-
-def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
+def build_argv(pattern: str, path: str | None, deny: DenyGlobs, walk_threads: int) -> list[str]:
     """Upstream's argv (after `--no-config`), with `--null` in place of `--sort=modified`, and a thread
     count that leaves one CPU to the stat worker."""
-    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden", f"--threads={WALK_THREADS}"]
+    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden", f"--threads={walk_threads}"]
     for name in VCS_DIRS:
         argv += [f"--glob=!**/{name}", f"--glob=!**/{name}/**"]
     argv += deny.rg_args()
@@ -70,18 +63,11 @@ def build_argv(pattern: str, path: str | None, deny: DenyGlobs) -> list[str]:
     return argv
 
 
-def validate(params: dict[str, Any]) -> tuple[str, str | None]:
-    pattern: str = params["pattern"]
-    if not js_trim(pattern):
+def validate(args: GlobArgs) -> None:
+    if not js_trim(args.pattern):
         raise invalid_args(texts.PATTERN_EMPTY)
-    path: str | None = params.get("path")
-    if path is not None and not js_trim(path):
+    if args.path is not None and not js_trim(args.path):
         raise invalid_args(texts.PATH_EMPTY)
-    return pattern, path
-
-
-# One worker: stat is mostly GIL-bound Python work, and ripgrep's walk wants the other cores.
-_STAT_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="glob-stat")
 
 
 class StatBatch(NamedTuple):
@@ -165,41 +151,37 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
     return Page("\n".join(shown) + "\n\n" + footer, shown, True)
 
 
-async def _list(ctx: Context, pattern: str, where: Where) -> tuple[list[str], RgResult]:
+async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
     cwd = where.cwd
     # Batches of 16 KiB (about 500 paths), not the default 64 KiB: a listing of a few thousand paths
     # would otherwise be stat-ed only once rg has exited (glob `*` in the kernel's fs/: 18 -> 12 ms).
     batches = Batches(
-        b"\0", lambda blob: _stat_batch(cwd, blob), _STAT_POOL, growth=lambda batch: batch.growth, min_bytes=1 << 14
+        b"\0",
+        lambda blob: _stat_batch(cwd, blob),
+        searcher.workers.stat,
+        growth=lambda batch: batch.growth,
+        min_bytes=1 << 14,
     )
-    argv = build_argv(pattern, where.path, ctx.deny_globs)
-    result = await run_rg(ctx, "glob", argv, where, lambda _: batches.any_data(), sink=batches.feed)
-    await check_decoded_size("glob", result, batches, ctx.config.raw_output_max_bytes)
+    sink = batches.feed if tally is None else tally.counting(batches.feed, PATH_END)
+    argv = build_argv(pattern, where.path, searcher.deny_globs, searcher.walk_threads)
+    result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.any_data(), sink=sink, tally=tally)
+    await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     return await ordered_paths(batches, cwd, where.deny), result
 
 
-GLOB_PARAMS, GLOB_FACE = search_tool(
-    lambda c: texts.glob_description(c.sample_over_cap_glob_results, c.glob_max_results),
-    {
-        "pattern": {"type": "string", "description": texts.GLOB_PATTERN_DESCRIPTION},
-        "path": {"type": "string", "description": texts.GLOB_PATH_DESCRIPTION},
-    },
-)
-
-
-async def glob(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    pattern, path = validate(params)
-    where = resolve(ctx, params)
-    config = ctx.config
-    paths, result = await bounded(ctx, "glob", _list(ctx, pattern, where))
-    root = "." if path is None else to_workdir_relative(path, where.cwd)
+async def glob(searcher: Searcher, args: GlobArgs, scope: Scope, tally: Tally | None = None) -> SearchResult:
+    """Files matching `args.pattern`, oldest first: the page, its meta, and the complete list saved when
+    it is over globMaxResults."""
+    validate(args)
+    where = locate(searcher, scope, args.cwd, args.path)
+    config = searcher.config
+    paths, result = await bounded(config, TOOL, _list(searcher, args.pattern, where, tally))
+    root = "." if args.path is None else to_workdir_relative(args.path, where.cwd)
     spill = None
     if len(paths) > config.glob_max_results:
-        spill = await save_spill(
-            ctx.spill, params.get("sessionId", DEFAULT_SESSION), texts.GLOB_SPILL_NAME, joined(paths, "\n")
-        )
+        spill = await save(searcher.spill, args.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))
     page = render(
         paths,
         root=root,
@@ -207,19 +189,5 @@ async def glob(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         sample=config.sample_over_cap_glob_results,
         spill=spill,
     )
-    return {
-        "text": page.text + problems_suffix(result),
-        "meta": glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes),
-        "spill": spill.as_json() if spill else None,
-    }
-
-
-SPEC = MethodSpec(
-    "glob",
-    summary="Find files whose paths match a glob pattern, oldest modification first.",
-    handler=glob,
-    params=GLOB_PARAMS,
-    result=SEARCH_RESULT,
-    errors=SEARCH_ERRORS,
-    tool=GLOB_FACE,
-)
+    meta = glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes)
+    return SearchResult(page.text + problems_suffix(result), meta, spill)

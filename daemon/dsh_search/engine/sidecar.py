@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from dsh_search.search.ripgrep import child_environment, signal_group
+from dsh_search.engine.ripgrep import child_environment, signal_group
 
 
 class SidecarError(Exception):

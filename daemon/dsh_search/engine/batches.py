@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from typing import Generic, TypeVar
 
-from dsh_search.search.jscompat import utf8_growth
+from dsh_search.engine.jscompat import utf8_growth
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class Batches(Generic[T]):
         self,
         separator: bytes,
         work: Callable[[bytes], T],
-        pool: ThreadPoolExecutor,
+        pool: Executor,
         *,
         growth: Callable[[T], int],
         min_bytes: int = 1 << 16,

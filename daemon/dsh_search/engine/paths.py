@@ -12,7 +12,7 @@ import re
 import stat
 from collections.abc import Iterable
 
-from dsh_search.search import globsyntax
+from dsh_search.engine import globsyntax
 
 
 def to_workdir_relative(path: str, workdir: str) -> str:

@@ -9,23 +9,46 @@ snapshot taken before the first `await`, so it sees every append sent before it.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from array import array
+from typing import Any, NamedTuple, Protocol
 
 from dsh_search import texts
-from dsh_search.methods.context import Context
-from dsh_search.methods.errors import invalid_args
-from dsh_search.methods.params import object_schema
-from dsh_search.methods.registry import MethodSpec, ToolFace
-from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of, terminal_search_listed
-from dsh_search.search.core import SEARCH_ERRORS, Where, bounded, run_rg
-from dsh_search.store.scrollback import Snapshot
+from dsh_search.engine.core import Searcher, Tally, Where, bounded, run_rg
+from dsh_search.engine.failures import invalid_args
 
 TOOL = "terminal_search"
+
+
+class Retained(Protocol):
+    """A terminal's retained output as of one moment (store/scrollback.py's `Snapshot`)."""
+
+    @property
+    def data(self) -> bytes:
+        """The retained text, UTF-8, lines separated by `\\n`."""
+        ...
+
+    @property
+    def breaks(self) -> array[int]:
+        """The position of each line break in `data`."""
+        ...
+
+    @property
+    def truncated(self) -> bool:
+        """Older output was dropped."""
+        ...
+
+    @property
+    def total_lines(self) -> int: ...
+
+    def line(self, index: int) -> str: ...
+
+    def line_at(self, position: int) -> int: ...
+
 
 # --- matching over a snapshot (pure) ---------------------------------------------------------------------
 
 
-def literal_matches(snap: Snapshot, pattern: str) -> list[int]:
+def literal_matches(snap: Retained, pattern: str) -> list[int]:
     """Chronological indices of the lines containing `pattern` (non-empty, no line break), oldest first."""
     needle = pattern.encode("utf-8")
     data, breaks = snap.data, snap.breaks
@@ -53,7 +76,7 @@ def rg_args(pattern: str) -> list[str]:
     ]
 
 
-def rg_stdin(snap: Snapshot) -> bytes:
+def rg_stdin(snap: Retained) -> bytes:
     """The text for ripgrep: every segment, the empty newest one included, is one line to rg."""
     return snap.data + b"\n"
 
@@ -85,7 +108,7 @@ class SearchPage(NamedTuple):
         }
 
 
-def render_search(snap: Snapshot, indices: list[int], offset: int, limit: int, max_bytes: int) -> SearchPage:
+def render_search(snap: Retained, indices: list[int], offset: int, limit: int, max_bytes: int) -> SearchPage:
     """One page of matches, newest first, as `[offset N] <line>` lines and the summary line.
 
     `indices` are the matching lines' chronological indices, oldest first. The text is kept within
@@ -121,79 +144,47 @@ def render_search(snap: Snapshot, indices: list[int], offset: int, limit: int, m
     )
 
 
-# --- the tool ------------------------------------------------------------------------------------------
-
-SEARCH_PARAMS: dict[str, Any] = object_schema(
-    {
-        "sessionId": SESSION_PARAM,
-        "pattern": {"type": "string", "description": texts.TERMINAL_PATTERN_DESCRIPTION},
-        "regex": {"type": "boolean", "description": texts.TERMINAL_REGEX_DESCRIPTION},
-        "offset": {"type": "integer", "description": texts.TERMINAL_OFFSET_DESCRIPTION},
-        "limit": {"type": "integer", "description": texts.TERMINAL_LIMIT_DESCRIPTION},
-    },
-    ["sessionId", "pattern"],
-)
+# --- the search ------------------------------------------------------------------------------------------
 
 
-def _pattern(params: dict[str, Any], regex: bool) -> str:
-    pattern: str = params["pattern"]
+class TerminalArgs(NamedTuple):
+    pattern: str
+    regex: bool = False
+    offset: int = 0  # matches to skip, newest first
+    limit: int = 100  # matches to show
+
+
+def validate(args: TerminalArgs) -> None:
+    pattern = args.pattern
     if not pattern:
         raise invalid_args(texts.PATTERN_EMPTY)
     try:
         pattern.encode("utf-8")
     except UnicodeEncodeError:
         raise invalid_args(texts.PATTERN_NOT_UNICODE) from None
-    if not regex and ("\n" in pattern or "\r" in pattern):
+    if not args.regex and ("\n" in pattern or "\r" in pattern):
         raise invalid_args(texts.PATTERN_MULTILINE)  # no retained line can contain one
-    if regex and "\0" in pattern:
+    if args.regex and "\0" in pattern:
         raise invalid_args(texts.PATTERN_NUL)  # an argv element cannot carry it
-    return pattern
 
 
-async def _regex_matches(ctx: Context, snap: Snapshot, pattern: str) -> list[int]:
+async def _regex_matches(searcher: Searcher, snap: Retained, pattern: str, tally: Tally | None) -> list[int]:
     # rg reads only stdin; "/" is a cwd that always exists.
     where = Where(cwd="/", path=None)
     args = rg_args(pattern)
-    result = await run_rg(ctx, TOOL, args, where, lambda _: False, stdin_data=rg_stdin(snap))
+    result = await run_rg(searcher, TOOL, args, where, lambda _: False, stdin_data=rg_stdin(snap), tally=tally)
     return [] if result.no_matches else rg_matches(result.stdout, snap.total_lines)
 
 
-async def terminal_search(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    regex: bool = params.get("regex", False)
-    pattern = _pattern(params, regex)
-    offset = integer_param(params, "offset", 0, 0)
-    limit = integer_param(params, "limit", 100, 1)
-    snap = snapshot_of(ctx, params)
+async def terminal_search(
+    searcher: Searcher, snap: Retained, args: TerminalArgs, tally: Tally | None = None
+) -> SearchPage:
+    """The page of matches of `args.pattern` in `snap`, once `validate` has accepted the pattern (the
+    caller checks it first: it comes before the other arguments and the session)."""
     if snap.total_lines == 0:
         indices: list[int] = []
-    elif regex:
-        indices = await bounded(ctx, TOOL, _regex_matches(ctx, snap, pattern))
+    elif args.regex:
+        indices = await bounded(searcher.config, TOOL, _regex_matches(searcher, snap, args.pattern, tally))
     else:
-        indices = literal_matches(snap, pattern)
-    page = render_search(snap, indices, offset, limit, ctx.config.terminal_search_max_result_bytes)
-    return page.as_json()
-
-
-SPEC = MethodSpec(
-    TOOL,
-    summary="Find lines in a terminal's retained output (literal or ripgrep regex), newest first, "
-    "with terminal_read offsets.",
-    params=SEARCH_PARAMS,
-    result=object_schema(
-        {
-            "text": {"type": "string"},
-            "matches": {
-                "type": "array",
-                "items": object_schema({"offset": {"type": "integer"}, "line": {"type": "string"}}, ["offset", "line"]),
-            },
-            "matchCount": {"type": "integer"},
-            "totalLines": {"type": "integer"},
-            "truncated": {"type": "boolean"},
-        },
-        ["text", "matches", "matchCount", "totalLines", "truncated"],
-    ),
-    errors=SEARCH_ERRORS,
-    wellformed=False,  # session ids are keys, compared as sent; see _pattern for patterns
-    handler=terminal_search,
-    tool=ToolFace(lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION, SEARCH_PARAMS, listed=terminal_search_listed),
-)
+        indices = literal_matches(snap, args.pattern)
+    return render_search(snap, indices, args.offset, args.limit, searcher.config.terminal_search_max_result_bytes)

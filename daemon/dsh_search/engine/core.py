@@ -1,0 +1,326 @@
+"""What every search shares: its collaborators, where it may run, one rg run within the limits and its
+outcome classified, the timeout, and the tally a progress reporter reads.
+
+Order of checks (each tool follows it): arguments (`INVALID_ARGS`), then confinement (`locate`), then
+the search itself. An rg run waits for a slot (maxConcurrentSearches) and the whole search is bounded
+by timeoutMs (`bounded`). The outcome follows upstream's decision sequence (docs/behaviour.md,
+"Failures") with our fixes: raw output past the cap was already stopped by the runner; exit 2 with
+results keeps the results and counts the paths rg complained about; every syntax rejection is
+SEARCH_INVALID_PATTERN.
+
+Everything a search needs from outside comes in a `Searcher`: how to launch ripgrep (a `Launch`, which
+tests replace with a fake that replays recorded output), the worker pools, the spill store, the deny
+globs. Nothing here is a module-level singleton.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+from dsh_search import texts
+from dsh_search.config import Config
+from dsh_search.engine import failures, ripgrep
+from dsh_search.engine.batches import Batches
+from dsh_search.engine.failures import ToolError
+from dsh_search.engine.jscompat import js_trim
+from dsh_search.engine.paths import DenyCheck, DenyGlobs, confined, directory_name, same_directory
+from dsh_search.engine.spill import Spill, SpillRef
+
+log = logging.getLogger("dsh_search.search")
+
+T = TypeVar("T")
+Sink = Callable[[bytes], None]
+
+# What ripgrep says when it rejects a regex or a glob for its syntax (not for a path problem).
+_SYNTAX_REJECTION = re.compile(
+    r"regex parse error|error parsing glob|is not allowed in a regex|regex exceeds size limit|impossible to match",
+    re.IGNORECASE,
+)
+
+
+class Launch(Protocol):
+    """Runs `rg --no-config <args>` in `cwd` (ripgrep.Launcher; a fake in unit tests)."""
+
+    def __call__(
+        self,
+        args: Sequence[str | bytes],
+        *,
+        cwd: str | bytes,
+        stdin_data: bytes | None = None,
+        sink: Sink | None = None,
+    ) -> Awaitable[ripgrep.Outcome]: ...
+
+
+class Workers(NamedTuple):
+    """The threads that work on ripgrep's output while it still runs: one each, as the work is GIL-bound
+    Python (grep's parsing, glob's stat calls) and ripgrep wants the other cores."""
+
+    parse: Executor
+    stat: Executor
+
+    @classmethod
+    def start(cls) -> Workers:
+        return cls(
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="grep-parse"),
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="glob-stat"),
+        )
+
+
+def walk_threads() -> int:
+    """ripgrep's walk gets all CPUs but one; that one stats the files it lists (glob). At most 12,
+    ripgrep's own default ceiling, which its memory bound (rgMemoryMaxBytes) is sized for."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS)
+        cpus = os.cpu_count() or 1
+    return min(12, max(1, cpus - 1))
+
+
+@dataclass
+class Searcher:
+    """A search's collaborators, made once by the daemon's wiring (or by a test)."""
+
+    config: Config
+    launch: Launch
+    spill: Spill
+    deny_globs: DenyGlobs
+    workers: Workers
+    walk_threads: int = 1
+    slots: asyncio.Semaphore = field(init=False)  # at most maxConcurrentSearches rg runs at once
+
+    def __post_init__(self) -> None:
+        self.slots = asyncio.Semaphore(self.config.max_concurrent_searches)
+
+
+# --- progress -----------------------------------------------------------------------------------------
+
+
+class Tally:
+    """How far a running search has got, for whoever reports progress (read from the event loop, written
+    by ripgrep's reading thread: plain integers, so a read is never torn, at worst a chunk behind)."""
+
+    def __init__(self) -> None:
+        self.searching = False  # ripgrep has started (the search no longer waits for a slot)
+        self.items = 0  # what the tool counts: files listed (glob), matching lines (grep)
+        self.files = 0  # grep: the files holding them
+
+    def counting(self, sink: Sink, items: bytes, files: bytes | None = None) -> Sink:
+        """`sink`, counting `items` and `files` needles in each chunk on its way through."""
+        item_count = StreamCounter(items)
+        file_count = StreamCounter(files) if files is not None else None
+
+        def counted(chunk: bytes) -> None:
+            self.items += item_count.feed(chunk)
+            if file_count is not None:
+                self.files += file_count.feed(chunk)
+            sink(chunk)
+
+        return counted
+
+
+class StreamCounter:
+    """Occurrences of a needle in a stream of chunks, those that straddle two chunks included."""
+
+    def __init__(self, needle: bytes) -> None:
+        self._needle = needle
+        self._keep = len(needle) - 1
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> int:
+        found = chunk.count(self._needle)
+        if self._keep:
+            # Shorter than the needle on both sides, so every hit here straddles the boundary.
+            found += (self._tail + chunk[: self._keep]).count(self._needle)
+            self._tail = (self._tail + chunk)[-self._keep :] if len(chunk) < self._keep else chunk[-self._keep :]
+        return found
+
+
+# --- where a search runs ----------------------------------------------------------------------------
+
+
+class Scope(NamedTuple):
+    """Where searches may run, as the caller's session sees it."""
+
+    home: str  # the workspace: the default cwd, and what a relative cwd joins
+    confinements: tuple[tuple[str, ...], ...] = ()  # real root sets; a search must lie inside one of each
+    home_is_fallback: bool = False  # home is only the daemon's own directory, `/`: refuse implicit searches
+
+
+class Where(NamedTuple):
+    cwd: str  # absolute; rg's cwd and the base of display paths (see paths.directory_name)
+    path: str | None  # the search root as the caller wrote it
+    named: str | None = None  # the directory as the host named it, when it must be checked against cwd
+    deny: DenyCheck | None = None  # denyGlobs for this search's results, when configured
+
+
+def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) -> Where:
+    """The cwd and path of a search, confined to the scope's roots.
+
+    rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
+    `link -> ../a/b`, that is `w/a`, not the `w/x` a lexical normalisation gives. Display paths are
+    relative to the same directory and confinement looks at its real path, so all three agree.
+
+    A home that is only a fallback (`/`, the daemon's directory when neither --workdir nor client roots
+    say otherwise) is refused unless cwd or path is absolute (texts.NO_WORKSPACE). Whatever the
+    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there.
+    """
+    if scope.home_is_fallback and not (cwd or "").startswith("/") and not (path or "").startswith("/"):
+        raise failures.invalid_args(texts.NO_WORKSPACE)
+    named = scope.home if cwd is None else os.path.join(scope.home, cwd)
+    base = directory_name(named)
+    confinements = [roots for roots in scope.confinements if roots]
+    if confinements:
+        spill = (os.path.realpath(searcher.spill.root),)
+
+        def permitted(where: str) -> bool:
+            return all(confined(where, roots) for roots in confinements) or confined(where, spill)
+
+        if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
+            raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
+    return Where(cwd=base, path=path, named=named, deny=searcher.deny_globs.for_search(base, path))
+
+
+# --- one rg run ----------------------------------------------------------------------------------------
+
+
+class RgResult(NamedTuple):
+    stdout: bytes
+    no_matches: bool  # exit 1: a successful empty search
+    unreadable: int  # exit 2 with results: paths ripgrep reported errors for
+    stdout_bytes: int = 0  # the size of rg's stdout
+    bad_ignore_files: int = 0  # exit 2 with results: ignore files with rules ripgrep could not parse
+
+
+async def bounded(config: Config, tool: str, work: Awaitable[T]) -> T:
+    """Run a search within timeoutMs; past it, the search (and its rg group) is terminated."""
+    try:
+        async with asyncio.timeout(config.timeout_ms / 1000):
+            return await work
+    except TimeoutError:
+        raise ToolError(failures.SEARCH_ABORTED, texts.timed_out(tool, config.timeout_ms)) from None
+
+
+async def run_rg(
+    searcher: Searcher,
+    tool: str,
+    args: Sequence[str],
+    where: Where,
+    has_results: Callable[[bytes], bool],
+    sink: Sink | None = None,
+    stdin_data: bytes | None = None,
+    tally: Tally | None = None,
+) -> RgResult:
+    """One rg run for `tool`: a slot, the launch, the outcome classified. `has_results` tells, at exit 2,
+    whether rg found anything (then its complaints become a note, not a failure)."""
+    async with searcher.slots:
+        if tally is not None:
+            tally.searching = True
+        try:
+            if where.named is not None and not same_directory(where.named, where.cwd):
+                # The name leads nowhere the kernel can go (missing, not a directory, a component it may
+                # not search), or it changed under us: rg would not start there either.
+                raise ripgrep.LaunchError(f"{where.named!r} does not lead to the directory {where.cwd!r}")
+            if where.deny is not None and where.deny.root_denied():
+                # A denied file named directly (or through a symlink), or a denied directory: it does
+                # not exist as far as searches go, so rg is not even started on it.
+                return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
+            outcome = await searcher.launch(args, cwd=where.cwd, stdin_data=stdin_data, sink=sink)
+        except ripgrep.LaunchError as exc:
+            log.info("%s: rg could not start: %s", tool, exc)
+            raise ToolError(failures.SEARCH_FAILED, texts.could_not_start(tool)) from None
+    return classify(tool, outcome, searcher.config.raw_output_max_bytes, has_results)
+
+
+def classify(tool: str, outcome: ripgrep.Outcome, cap: int, has_results: Callable[[bytes], bool]) -> RgResult:
+    # Past its memory bound rg aborts; only output it was buffering can get it there (its memory is
+    # otherwise small and fixed), so this is the raw-output overflow, reported quickly.
+    if outcome.stdout_overflow or outcome.out_of_memory:
+        raise ToolError(failures.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(tool, cap))
+    code = outcome.exit_code
+    if code is None:
+        name = _signal_name(outcome.signal)
+        raise ToolError(failures.SEARCH_FAILED, texts.killed_by_signal(tool, name))
+    size = outcome.stdout_bytes
+    if code in (0, 1):
+        return RgResult(outcome.stdout, no_matches=code == 1, unreadable=0, stdout_bytes=size)
+    stderr = outcome.stderr.decode("utf-8", "replace")
+    if code == 2 and has_results(outcome.stdout):
+        unreadable, bad_ignore_files = outcome.reported_paths, outcome.bad_ignore_files
+        if not unreadable and not bad_ignore_files:
+            unreadable = 1  # rg failed without saying on what: at least one path went unsearched
+        # Also told to the client (as an MCP log message), with ripgrep's first complaint, which the
+        # text leaves out.
+        first = stderr_excerpt(stderr, False).split("\n", 1)[0]
+        if unreadable:
+            log.warning(
+                "%s: ripgrep could not read %d path(s) of a search that found results: %s", tool, unreadable, first
+            )
+        return RgResult(outcome.stdout, False, unreadable, size, bad_ignore_files)
+    excerpt = stderr_excerpt(stderr, outcome.stderr_lossy)
+    if _SYNTAX_REJECTION.search(excerpt):
+        raise ToolError(failures.SEARCH_INVALID_PATTERN, texts.pattern_rejected(tool, excerpt))
+    raise ToolError(failures.SEARCH_FAILED, texts.search_failed(tool, code, excerpt))
+
+
+async def check_decoded_size(tool: str, result: RgResult, batches: Batches[Any], cap: int) -> None:
+    """Upstream's second raw-output check, once the stream is complete.
+
+    Upstream decodes rg's stdout as UTF-8 with replacements and fails when the decoded text is over the
+    cap in UTF-8 bytes, although the raw bytes were not: each replaced sequence counts 3 bytes. glob's
+    output has the same size as upstream's (one separator per path; NUL here, newline there), and grep's
+    is the same `--json` stream, so the decoded size is rg's byte count plus the batches' growth.
+    """
+    await batches.finish()
+    size = result.stdout_bytes + batches.decoded_growth()
+    if size > cap:
+        raise ToolError(failures.SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_over_cap(tool, size, cap))
+
+
+def stderr_excerpt(stderr: str, lossy: bool) -> str:
+    """Upstream's excerpt of the retained stderr: trimmed as JavaScript trims, marked when its head was
+    lost. Nothing left after trimming is no excerpt at all, marker included."""
+    excerpt = js_trim(stderr)
+    if excerpt and lossy:
+        excerpt += texts.STDERR_TRUNCATED
+    return excerpt
+
+
+def _signal_name(number: int | None) -> str:
+    if number is None:
+        return "(unknown)"
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "(unknown)"
+
+
+# --- the result -------------------------------------------------------------------------------------
+
+
+class SearchResult(NamedTuple):
+    """What glob and grep answer: the model's text, the card's meta, the saved complete result."""
+
+    text: str
+    meta: dict[str, Any]
+    spill: SpillRef | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"text": self.text, "meta": self.meta, "spill": self.spill.as_json() if self.spill else None}
+
+
+def problems_suffix(result: RgResult) -> str:
+    """The paragraphs added after the results when ripgrep also reported problems (exit 2)."""
+    notes = []
+    if result.unreadable:
+        notes.append(texts.unreadable_paths_note(result.unreadable))
+    if result.bad_ignore_files:
+        notes.append(texts.bad_ignore_files_note(result.bad_ignore_files))
+    return "".join("\n\n" + note for note in notes)

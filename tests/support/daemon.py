@@ -30,53 +30,31 @@ def frame(body: bytes, framing: str) -> bytes:
     return body + b"\n"
 
 
-class Daemon:
-    def __init__(
-        self,
-        args: Sequence[str] = BASE_ARGS,
-        *,
-        framing: str = "ndjson",
-        exe: Path | str = EXE,
-        cwd: Path | str | None = None,
-        env: dict[str, str] | None = None,
-        command: Sequence[str] | None = None,
-        **popen: Any,
-    ) -> None:
+class Conversation:
+    """JSON-RPC with a daemon over two file descriptors: requests written to one, every message read from
+    the other by a background thread (responses, and the daemon's own notifications and requests)."""
+
+    def __init__(self, write_fd: int, read_fd: int, framing: str = "ndjson") -> None:
         self.framing = framing
-        argv = list(command) if command is not None else [str(exe)]
-        self.proc = subprocess.Popen(
-            [*argv, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            **popen,
-        )
+        self._write_fd = write_fd
+        self._read_fd = read_fd
         self.responses: queue.Queue[Any] = queue.Queue()
         self.raw_stdout = bytearray()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.stderr_chunks: list[bytes] = []
-        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
-        self._err_reader.start()
         self._next_id = 0
         self._pending: dict[Any, Any] = {}
         self.notifications: list[dict[str, Any]] = []
 
     # -- IO ------------------------------------------------------------------------------------------
 
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-            self.stderr_chunks.append(chunk)
-
     def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
         buf = b""
         while True:
-            chunk = out.read1(1 << 20)
+            try:
+                chunk = os.read(self._read_fd, 1 << 20)
+            except OSError:
+                chunk = b""
             if not chunk:
                 break
             self.raw_stdout += chunk
@@ -100,22 +78,18 @@ class Daemon:
 
     @property
     def stderr(self) -> str:
-        return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+        return ""
 
     def write_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._write_fd, view) :]
 
     def send(self, message: Any) -> None:
         self.write_raw(frame(json.dumps(message).encode(), self.framing))
 
     def send_body(self, body: bytes) -> None:
         self.write_raw(frame(body, self.framing))
-
-    def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
 
     # -- requests ------------------------------------------------------------------------------------
 
@@ -170,6 +144,16 @@ class Daemon:
         assert "result" in response, response
         return response["result"]
 
+    def drain(self, until_id: Any, timeout: float = 60) -> list[dict[str, Any]]:
+        """Every message up to and including the response with this id, in the order written."""
+        messages: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self.next_response(timeout=max(0.1, deadline - time.monotonic()))
+            messages.append(message)
+            if message.get("id") == until_id and "method" not in message:
+                return messages
+
     def no_response(self, within: float = 0.5) -> bool:
         try:
             msg = self.responses.get(timeout=within)
@@ -177,6 +161,50 @@ class Daemon:
             return True
         self.responses.put(msg)
         return False
+
+
+class Daemon(Conversation):
+    """The frozen executable (or any command), spawned, over real pipes."""
+
+    def __init__(
+        self,
+        args: Sequence[str] = BASE_ARGS,
+        *,
+        framing: str = "ndjson",
+        exe: Path | str = EXE,
+        cwd: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        command: Sequence[str] | None = None,
+        **popen: Any,
+    ) -> None:
+        argv = list(command) if command is not None else [str(exe)]
+        self.proc = subprocess.Popen(
+            [*argv, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            **popen,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno(), framing)
+        self.stderr_chunks: list[bytes] = []
+        self._err_reader = threading.Thread(target=self._read_err, daemon=True)
+        self._err_reader.start()
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            self.stderr_chunks.append(chunk)
+
+    @property
+    def stderr(self) -> str:
+        return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
 
     # -- the serving process -------------------------------------------------------------------------
 

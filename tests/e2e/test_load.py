@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import Daemon, MakeDaemon, frame
-from tests.support.processes import processes_named
+from tests.support.processes import processes_named, settled_rss, wait_until
 from tests.support.reliability_report import record
 
 REQUESTS = 2000
@@ -132,18 +132,16 @@ def test_mixed_load_with_cancellations(start: MakeDaemon, exe: Path, load_tree: 
     locator = capped["spill"]["locator"]
     warm, _ = run_load(d, WARM_UP, seed=1, locator=locator)
     assert set(warm.values()) == {1}
-    time.sleep(1.5)  # let the idle-time memory release run
     fds_warm = sorted(d.open_fds())
-    rss_warm = d.rss_kib()
+    rss_warm = settled_rss(d.rss_kib)  # once the idle-time memory release has run
 
     answers, cancelled = run_load(d, REQUESTS, seed=2, locator=locator)
     assert cancelled > REQUESTS // 4
     assert len(answers) == REQUESTS and set(answers.values()) == {1}, "an id was not answered exactly once"
     assert d.no_response(1.0)
-    time.sleep(1.5)
-    assert sorted(d.open_fds()) == fds_warm
+    assert wait_until(lambda: sorted(d.open_fds()) == fds_warm), (sorted(d.open_fds()), fds_warm)
     assert not processes_named(f"{exe}-rg")
-    rss_after = d.rss_kib()
+    rss_after = settled_rss(d.rss_kib)
     record(
         "load",
         framing=framing,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import Daemon, MakeDaemon, error_of, frame, text_of
-from tests.support.processes import processes_named
+from tests.support.processes import processes_named, settled_rss, wait_until
 from tests.support.reliability_report import record
 from tests.support.trees import SLOW_PATTERN
 
@@ -112,7 +112,7 @@ def test_cancelling_at_every_early_instant_leaks_nothing(start: MakeDaemon, tree
     answers = [d.wait_for(rid, timeout=30) for rid in ids]
     assert all(("result" in a) or a["error"]["code"] == -32800 for a in answers)
     assert d.no_response(0.5)  # nothing answered twice
-    time.sleep(0.3)
+    wait_until(lambda: sorted(d.open_fds()) == fds_before)
     record("storm", framing=framing, greps=len(ids), answered=len(answers), fds=[len(fds_before), len(d.open_fds())])
     assert sorted(d.open_fds()) == fds_before
     assert "result" in d.call("grep", {"pattern": "needle 7$"})
@@ -267,8 +267,7 @@ def test_every_rg_child_runs_under_the_memory_bound(start: MakeDaemon, exe: Path
 def test_scrollback_budget_evicts_and_closing_returns_memory(start: MakeDaemon) -> None:
     d = start("--scrollback-total-max-bytes", str(48 << 20), "--scrollback-max-bytes", str(2 << 20))
     d.result("ping")
-    time.sleep(1.2)  # past the first deferred trim
-    baseline = d.rss_kib()
+    baseline = settled_rss(d.rss_kib)  # past the first deferred trim
     chunk = ("x" * 1023 + "\n") * 2048  # 2 MiB of output per append
     for i in range(60):  # 120 MiB appended in all, 2 MiB retained each: the budget holds ~24 sessions
         d.notify("scrollback/append", {"sessionId": f"t{i}", "data": chunk})
@@ -286,8 +285,7 @@ def test_scrollback_budget_evicts_and_closing_returns_memory(start: MakeDaemon) 
     assert d.result("terminal_search", {"sessionId": "t59", "pattern": "end"})["matchCount"] == 1
     closed = [d.request("scrollback/close", {"sessionId": f"t{i}"}) for i in range(60)]
     assert sum(d.wait_for(rid)["result"]["closed"] for rid in closed) < 60  # the evicted ones were gone
-    time.sleep(1.5)  # the trim after the closes is deferred by up to a second
-    after = d.rss_kib()
+    after = settled_rss(d.rss_kib)  # the trim after the closes is deferred by up to a second
     record("scrollback", appended_mib=120, budget_mib=48, rss_kib=[baseline, grown, after])
     assert after - baseline < (grown - baseline) / 4 + (8 << 10), (baseline, grown, after)
 

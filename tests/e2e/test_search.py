@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import MakeDaemon, error_of, text_of
-from tests.support.processes import processes_named
+from tests.support.processes import processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN, many_files, rich_tree, write, write_slow_corpus
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -368,7 +368,7 @@ def test_mcp_cancel_sends_no_response(start: MakeDaemon, slow_corpus: Path, exe:
     rid = d.request(
         "tools/call", {"name": "grep", "arguments": {"pattern": SLOW_PATTERN}, "_meta": {"cwd": str(slow_corpus)}}
     )
-    time.sleep(0.3)
+    assert wait_until(lambda: bool(processes_named(f"{exe}-rg", under=d.proc.pid))), "rg never started"
     d.notify("notifications/cancelled", {"requestId": rid, "reason": "user"})
     assert d.result("ping") == {}
     assert d.no_response(0.5)
@@ -378,7 +378,7 @@ def test_mcp_cancel_sends_no_response(start: MakeDaemon, slow_corpus: Path, exe:
 def test_searches_queue_beyond_the_limit(start: MakeDaemon, slow_corpus: Path, fx: Path, exe: Path) -> None:
     d = start("--max-concurrent-searches", "1")
     slow = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)})
-    time.sleep(0.3)
+    assert wait_until(lambda: bool(processes_named(f"{exe}-rg", under=d.proc.pid))), "rg never started"
     quick = d.request("grep", {"pattern": "alpha", "cwd": str(fx)})
     assert d.result("ping") == {}  # the daemon itself is not blocked
     assert d.no_response(0.5), "the queued search ran before a slot was free"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.support.processes import descendants, processes_named
+from tests.support.processes import descendants, processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -122,8 +122,7 @@ def test_signal_during_a_running_search(daemons: list[Daemon], exe: Path, slow_c
     assert time.monotonic() - started <= GRACE_MS / 1000 + 1
     answer = d.wait_for(rid, timeout=2)
     assert answer["error"]["code"] == 1004 and answer["error"]["data"]["code"] == "SEARCH_ABORTED"
-    time.sleep(0.1)
-    assert not [p for p in children if os.path.exists(f"/proc/{p}") and _alive(p)]
+    assert wait_until(lambda: not [p for p in children if os.path.exists(f"/proc/{p}") and _alive(p)], 2)
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_search.search import ripgrep
+from dsh_search.engine import ripgrep
 from tests.support.processes import processes_named
 from tests.support.trees import SLOW_PATTERN
 
@@ -92,7 +92,6 @@ def test_timeout_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
 
 def test_cancellation_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
     async def action(task, pid, groups):  # type: ignore[no-untyped-def]
-        await asyncio.sleep(0.3)
         assert ripgrep.group_alive(pid)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -109,7 +108,8 @@ def test_child_ignoring_sigterm_is_killed_after_grace(tmp_path: Path) -> None:
     stubborn.chmod(0o755)
 
     async def action(task, pid, groups):  # type: ignore[no-untyped-def]
-        await asyncio.sleep(0.3)
+        while len(live_members(pid)) < 3:  # the script, its subshell and their sleeps: TERM is ignored by now
+            await asyncio.sleep(0.01)
         started = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

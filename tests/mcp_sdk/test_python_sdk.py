@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,11 +57,11 @@ def structured(result: types.CallToolResult) -> Any:
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
-    for name, body in files.items():
+    for age, (name, body) in enumerate(files.items()):
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body)
-        time.sleep(0.01)  # distinct mtimes: glob lists oldest first
+        os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))  # distinct mtimes: glob lists oldest first
     return root
 
 
@@ -303,14 +304,7 @@ def raw(exe: Path, spill: Path, *args: str, framing: str = "ndjson", cwd: Path |
 
 
 def drain(d: Daemon, until_id: Any, timeout: float = 60) -> list[dict[str, Any]]:
-    """Every message up to and including the response with this id, in the order written."""
-    messages: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        message = d.next_response(timeout=max(0.1, deadline - time.monotonic()))
-        messages.append(message)
-        if message.get("id") == until_id and "method" not in message:
-            return messages
+    return d.drain(until_id, timeout)
 
 
 @pytest.mark.parametrize("framing", ["ndjson", "lsp"])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 
 
 def descendants(pid: int) -> list[int]:
@@ -47,3 +49,30 @@ def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
         if fragment in cmd and state != b"Z":
             pids.append(int(entry))
     return pids
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:
+    """Poll `predicate` until it holds (True) or `timeout` seconds pass (False): waiting for evidence,
+    not for a guessed duration."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return predicate()
+        time.sleep(every)
+    return True
+
+
+def settled_rss(read_rss_kib: Callable[[], int], timeout: float = 5.0, quiet: float = 0.5) -> int:
+    """A process's RSS once it has stopped moving for `quiet` seconds (the daemon gives memory back on a
+    deferred timer, so a reading right after the work may be taken before it has)."""
+    deadline = time.monotonic() + timeout
+    last = read_rss_kib()
+    stable_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = read_rss_kib()
+        if now != last:
+            last, stable_since = now, time.monotonic()
+        elif time.monotonic() - stable_since >= quiet:
+            break
+    return last

@@ -9,7 +9,7 @@ docs/reference.md is hand-written prose with generated blocks between `<!-- gene
 
 - methods: `wiring.METHODS` through `MethodTable` (what `rpc.discover` and `tools/list` publish): summary,
   params, result schema, errors; plus the example exchanges of `EXAMPLES` below;
-- host-fields: `search.core.HOST_FIELDS` and the tool faces' `host_fields`;
+- host-fields: `methods.tools.HOST_FIELDS` and the tool declarations' `host_fields`;
 - errors: `methods.errors.KINDS` and the envelope codes of `transport.jsonrpc`;
 - config: `config.KEYS` (name, flag, values, default, help text);
 - cli: the argparse parser of `__main__` (the flags that are not configuration keys);

@@ -1,8 +1,8 @@
 """The `glob` tool: find files by glob pattern, oldest first by modification time
 (docs/behaviour.md, "Glob").
 
-request → validated args → argv → rg --files (parallel, NUL-separated) → stat + sort by (mtime, path)
-→ display paths → rendered page with footer + meta + complete list in the spill store.
+validated args → argv → rg --files (parallel, NUL-separated) → stat + sort by (mtime, path) → display
+paths → the page with its footer + meta + the complete list handed to the spill store.
 
 Upstream sorts with `--sort=modified`, which makes ripgrep walk single-threaded and leaves ties in
 directory order. We let ripgrep list in parallel with `--null` (a newline in a file name stays one

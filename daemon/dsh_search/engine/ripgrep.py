@@ -1,6 +1,7 @@
 """One ripgrep run: argv, environment, process group, output caps, memory bound, termination.
 
-Every search goes through `run()`. ripgrep gets an argv list (never a shell) that starts with
+Every search goes through `run()` (the daemon's `Launcher` binds its binary, environment and limits, and
+tracks the children it runs). ripgrep gets an argv list (never a shell) that starts with
 `--no-config`, stdin from /dev/null (or the bytes given), its own session and process group, the
 scrubbed environment of `child_environment`, and (Linux) an address-space limit, so that no input can
 make it buffer without bound. stdout is collected up to a byte cap; the moment it passes the cap the

@@ -1,14 +1,11 @@
-"""Terminal scrollback methods: scrollback/append, scrollback/read, scrollback/close, terminal_search
-(docs/terminal.md).
+"""Terminal scrollback methods: scrollback/append, scrollback/read, scrollback/close (docs/terminal.md),
+and what terminal_search's declaration (methods/tools.py) shares with them: the session lookup, the
+integer params, and whether the tool is listed yet.
 
 The host streams each terminal's output here; the model searches it with `terminal_search`, whose
-offsets are terminal_read's. The buffers live in `ctx.terminals` (see scrollback.py). A literal search
-is a substring scan in the daemon; a regex search (`regex: true`) runs the ripgrep sidecar over the
-retained text on stdin, so a model's pattern is only ever matched by ripgrep's linear-time engine,
-within timeoutMs and a search slot like every rg run.
-
-Every handler reads or changes a buffer before its first `await`, so appends apply in the order they
-arrived and a search sees the buffer as it was when the request arrived.
+offsets are terminal_read's. The buffers live in `ctx.terminals` (store/scrollback.py). Every handler
+reads or changes a buffer before its first `await`, so appends apply in the order they arrived and a
+search sees the buffer as it was when the request arrived.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Terminal scrollback, sans IO: sanitising, retention, terminal_read coordinates, search rendering
-(docs/terminal.md).
+"""Terminal scrollback, sans IO: sanitising, retention, terminal_read coordinates and pages
+(docs/terminal.md); the search over a snapshot is the engine's (engine/terminal.py).
 
 A host streams a terminal's output in chunks (`scrollback/append`). Each chunk goes through three
 incremental stages, each keeping the state a chunk boundary can cut through:

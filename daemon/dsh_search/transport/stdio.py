@@ -3,7 +3,8 @@
 One thread reads stdin and one writes stdout (blocking IO on whatever fds the host gave us, pipe, file
 or tty); everything else runs on one asyncio loop. Each request is a task, so requests run
 concurrently and answer in any order; `$/cancelRequest` (LSP) and `notifications/cancelled` (MCP)
-cancel the task, and cancellation reaches the rg process group through `ripgrep.run`.
+cancel the task; the task's own cancellation stops whatever it started (the engine terminates its rg
+process group).
 
 Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0; `exit` and
 SIGTERM/SIGINT/SIGHUP abort running requests (their rg groups terminated: SIGTERM, SIGKILL after

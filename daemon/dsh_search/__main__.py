@@ -113,6 +113,18 @@ def _config_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+def _workspace(workdir: str, *, given: bool, refused: bool) -> str:
+    """`--check`'s account of the workspace a session will have."""
+    if given:
+        return workdir
+    if refused:
+        return (
+            "none: started in / without --workdir, a search needs an absolute path or cwd unless an MCP "
+            "client shares its roots (then its first root)"
+        )
+    return f"{workdir}, or an MCP client's first root when it shares its roots"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -141,12 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         import orjson
 
+        # As a session sees it: started in / without --workdir, a search with no absolute path is refused
+        # (unless an MCP client shares roots), so / is no default directory at all.
+        refused = args.workdir is None and workdir == "/"
+
         report = {
             "version": __version__,
             "executable": os.path.realpath(sys.executable) if is_frozen() else None,
             "frozen": is_frozen(),
             "ripgrep": {"path": rg.path, "version": rg.version},
-            "workdir": workdir,
+            "workdir": None if refused else workdir,
+            "workspace": _workspace(workdir, given=args.workdir is not None, refused=refused),
             "config": config.as_json(),
         }
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")

@@ -149,6 +149,21 @@ def test_check_reports_versions_paths_and_config(exe: Path) -> None:
     assert report["config"]["sampleOverCapGlobResults"] is False and report["config"]["globMaxResults"] == 100
 
 
+def test_check_reports_the_workspace_a_session_gets(exe: Path, tmp_path: Path) -> None:
+    def check(*args: str, cwd: Path | str) -> dict[str, object]:
+        done = subprocess.run([str(exe), *SAMPLING, *args, "--check"], capture_output=True, cwd=cwd, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    in_root = check(cwd="/")  # a session started here refuses relative searches: no default directory
+    assert in_root["workdir"] is None and str(in_root["workspace"]).startswith("none: started in / without")
+    assert check("--workdir", "/", cwd="/")["workdir"] == "/"  # asked for explicitly: allowed
+    here = check(cwd=tmp_path)
+    assert here["workdir"] == str(tmp_path)
+    assert here["workspace"] == f"{tmp_path}, or an MCP client's first root when it shares its roots"
+    assert check("--workdir", str(tmp_path), cwd="/")["workspace"] == str(tmp_path)
+
+
 def test_check_failures(exe: Path, lone_exe: Path) -> None:
     done = run(exe, "--check")
     assert done.returncode == 2 and done.stdout == b"" and "sampleOverCapGlobResults" in one_line(done.stderr)

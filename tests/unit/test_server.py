@@ -246,15 +246,59 @@ def test_the_clients_roots_are_the_workspace_and_follow_list_changed(tree: Path,
         assert error_of(outside) == (-32602, "INVALID_ARGS", "Error: path is outside the allowed roots")
 
 
+@pytest.mark.parametrize(
+    ("roots", "listed"),
+    [([], "an empty list"), ([{"uri": "file://otherhost/x"}], "listed: 'file://otherhost/x'")],
+    ids=["empty", "other-host"],
+)
+def test_a_client_with_no_usable_root_is_warned(tmp_path: Path, roots: list[Any], listed: str) -> None:
+    with InProcessDaemon(workdir=tmp_path, workdir_given=False) as d:
+        d.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}})
+        d.notify("notifications/initialized")
+        asked = _next_notification(d, "roots/list")
+        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": roots}})
+        warning = _next_notification(d, "notifications/message")
+        assert warning["params"]["level"] == "warning" and warning["params"]["logger"] == "roots"
+        assert warning["params"]["data"] == (
+            f"roots/list: the client listed no usable root ({listed}; only file:// URIs of this machine count); "
+            "searches use the server's own directory"
+        )
+
+
 def test_log_messages_reach_a_host_that_asks_for_them(tree: Path) -> None:
     with InProcessDaemon(workdir=tree) as d:
-        missing = d.call("grep", {"pattern": "x", "cwd": "missing"})  # logged at info: rg could not start
-        assert error_of(missing)[1] == "SEARCH_FAILED" and d.no_response(0.2)  # a plain host hears nothing
+        missing = d.call("grep", {"pattern": "x", "cwd": "missing"})
+        assert error_of(missing) == (
+            1002,
+            "SEARCH_FAILED",
+            "Error: grep could not start its search command (ripgrep launch failed)",
+        )
+        assert d.no_response(0.2)  # a host that is no MCP client hears nothing until it asks
         assert d.result("logging/setLevel", {"level": "info"}) == {}
         call = d.request("grep", {"pattern": "x", "cwd": "missing"})
-        logged = [m for m in d.drain(call) if m.get("method") == "notifications/message"]
-        assert logged and logged[0]["params"]["level"] == "info" and "could not start" in logged[0]["params"]["data"]
+        logged = [m["params"] for m in d.drain(call) if m.get("method") == "notifications/message"]
+        assert logged == [
+            {
+                "level": "warning",
+                "logger": "search",
+                "data": f"grep: ripgrep was not started: cwd {tree}/missing is not a directory the daemon can enter",
+            }
+        ]
         assert error_of(d.call("logging/setLevel", {"level": "loud"}))[1] == "INVALID_ARGS"
+
+
+def test_an_mcp_client_is_told_why_a_search_could_not_start(tree: Path) -> None:
+    with InProcessDaemon(workdir=tree) as d:
+        d.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})  # warnings by default
+        call = d.request("tools/call", {"name": "glob", "arguments": {"pattern": "*"}, "_meta": {"cwd": "/nope"}})
+        messages = d.drain(call)
+        assert (
+            messages[0]["params"]["data"]
+            == "glob: ripgrep was not started: cwd /nope is not a directory the daemon can enter"
+        )
+        assert messages[1]["result"]["content"][0]["text"] == (
+            "Error: glob could not start its search command (ripgrep launch failed)"  # the model's words: upstream's
+        )
 
 
 # --- helpers ------------------------------------------------------------------------------------------------------

@@ -227,14 +227,17 @@ async def run_rg(
             if where.named is not None and not same_directory(where.named, where.cwd):
                 # The name leads nowhere the kernel can go (missing, not a directory, a component it may
                 # not search), or it changed under us: rg would not start there either.
-                raise ripgrep.LaunchError(f"{where.named!r} does not lead to the directory {where.cwd!r}")
+                raise ripgrep.LaunchError(f"cwd {where.named} is not a directory the daemon can enter")
             if where.deny is not None and where.deny.root_denied():
                 # A denied file named directly (or through a symlink), or a denied directory: it does
                 # not exist as far as searches go, so rg is not even started on it.
                 return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
             outcome = await searcher.launch(args, cwd=where.cwd, stdin_data=stdin_data, sink=sink)
         except ripgrep.LaunchError as exc:
-            log.info("%s: rg could not start: %s", tool, exc)
+            # The model is shown upstream's words; the host, whose mistake or machine it usually is (a
+            # cwd that does not exist, a ripgrep gone missing), is told the cause: on stderr and, for an
+            # MCP client, as a notifications/message warning.
+            log.warning("%s: ripgrep was not started: %s", tool, exc)
             raise ToolError(failures.SEARCH_FAILED, texts.could_not_start(tool)) from None
     return classify(tool, outcome, searcher.config.raw_output_max_bytes, has_results)
 

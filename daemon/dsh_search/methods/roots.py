@@ -83,9 +83,28 @@ async def _fetch(ctx: Context) -> None:
                 session.roots = ()
         else:
             session.roots = roots_from_result(result)
-            log.info("client roots: %s", ", ".join(r.path for r in session.roots) or "(none usable)")
+            if session.roots:
+                log.info("client roots: %s", ", ".join(r.path for r in session.roots))
+            else:
+                log.warning(
+                    "roots/list: the client listed no usable root (%s; only file:// URIs of this machine count); "
+                    "searches use %s",
+                    _listed(result),
+                    "the server's own directory"
+                    if ctx.workdir != "/"
+                    else "no workspace: relative searches are refused",
+                )
         if not session.roots_stale:
             return
+
+
+def _listed(result: Any) -> str:
+    """What a roots/list answer listed, for a log line: its URIs (the first three), or that it was empty."""
+    items = result.get("roots") if isinstance(result, dict) else None
+    if not isinstance(items, list) or not items:
+        return "an empty list"
+    uris = [repr(item.get("uri")) if isinstance(item, dict) else repr(item) for item in items[:3]]
+    return "listed: " + ", ".join(uris) + (", …" if len(items) > 3 else "")
 
 
 async def settled(ctx: Context) -> None:

@@ -107,7 +107,8 @@ class Server:
         if watcher is not None:
             # Its poll holds a reference to our stdout: end it, so a server inside another program (tests)
             # lets go of the pipe when it returns.
-            os.write(wake_w, b"x")
+            with contextlib.suppress(OSError):  # it has ended already (it saw the reader go): no reader left
+                os.write(wake_w, b"x")
             watcher.join(timeout=1.0)
             os.close(wake_w)
         return 0

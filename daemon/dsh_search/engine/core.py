@@ -23,7 +23,7 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, NoReturn, Protocol, TypeVar
 
 from dsh_search import texts
 from dsh_search.config import Config
@@ -32,6 +32,7 @@ from dsh_search.engine.batches import Batches
 from dsh_search.engine.failures import ToolError
 from dsh_search.engine.jscompat import js_trim
 from dsh_search.engine.paths import DenyCheck, DenyGlobs, confined, directory_name, same_directory
+from dsh_search.engine.source import FileSource
 from dsh_search.engine.spill import Spill, SpillRef
 
 log = logging.getLogger("dsh_search.search")
@@ -94,6 +95,7 @@ class Searcher:
     deny_globs: DenyGlobs
     workers: Workers
     walk_threads: int = 1
+    files: FileSource | None = None  # chooses the files ripgrep reads (the workspace index); None: it walks
     slots: asyncio.Semaphore = field(init=False)  # at most maxConcurrentSearches rg runs at once
 
     def __post_init__(self) -> None:
@@ -208,10 +210,30 @@ async def bounded(config: Config, tool: str, work: Awaitable[T]) -> T:
         raise ToolError(failures.SEARCH_ABORTED, texts.timed_out(tool, config.timeout_ms)) from None
 
 
+def preflight(tool: str, where: Where) -> bool:
+    """Before a search reads anything: raises SEARCH_FAILED when its cwd cannot be entered (ripgrep would
+    not start there); True when its root is denied (nothing under it exists as far as searches go)."""
+    if where.named is not None and not same_directory(where.named, where.cwd):
+        # The name leads nowhere the kernel can go (missing, not a directory, a component it may not
+        # search), or it changed under us: rg would not start there either.
+        _could_not_start(tool, f"cwd {where.named} is not a directory the daemon can enter")
+    # A denied file named directly (or through a symlink), or a denied directory: it does not exist as
+    # far as searches go, so rg is not even started on it.
+    return where.deny is not None and where.deny.root_denied()
+
+
+def _could_not_start(tool: str, cause: object) -> NoReturn:
+    # The model is shown upstream's words; the host, whose mistake or machine it usually is (a cwd that
+    # does not exist, a ripgrep gone missing), is told the cause: on stderr and, for an MCP client, as a
+    # notifications/message warning.
+    log.warning("%s: ripgrep was not started: %s", tool, cause)
+    raise ToolError(failures.SEARCH_FAILED, texts.could_not_start(tool)) from None
+
+
 async def run_rg(
     searcher: Searcher,
     tool: str,
-    args: Sequence[str],
+    args: Sequence[str | bytes],
     where: Where,
     has_results: Callable[[bytes], bool],
     sink: Sink | None = None,
@@ -223,22 +245,12 @@ async def run_rg(
     async with searcher.slots:
         if tally is not None:
             tally.searching = True
+        if preflight(tool, where):
+            return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
         try:
-            if where.named is not None and not same_directory(where.named, where.cwd):
-                # The name leads nowhere the kernel can go (missing, not a directory, a component it may
-                # not search), or it changed under us: rg would not start there either.
-                raise ripgrep.LaunchError(f"cwd {where.named} is not a directory the daemon can enter")
-            if where.deny is not None and where.deny.root_denied():
-                # A denied file named directly (or through a symlink), or a denied directory: it does
-                # not exist as far as searches go, so rg is not even started on it.
-                return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
             outcome = await searcher.launch(args, cwd=where.cwd, stdin_data=stdin_data, sink=sink)
         except ripgrep.LaunchError as exc:
-            # The model is shown upstream's words; the host, whose mistake or machine it usually is (a
-            # cwd that does not exist, a ripgrep gone missing), is told the cause: on stderr and, for an
-            # MCP client, as a notifications/message warning.
-            log.warning("%s: ripgrep was not started: %s", tool, exc)
-            raise ToolError(failures.SEARCH_FAILED, texts.could_not_start(tool)) from None
+            _could_not_start(tool, exc)
     return classify(tool, outcome, searcher.config.raw_output_max_bytes, has_results)
 
 

@@ -13,6 +13,7 @@ bytes): deterministic, and as fast as ripgrep's own sorted listing on large tree
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -28,14 +29,16 @@ from dsh_search.engine.core import (
     bounded,
     check_decoded_size,
     locate,
+    preflight,
     problems_suffix,
     run_rg,
 )
-from dsh_search.engine.failures import invalid_args
+from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
 from dsh_search.engine.jscompat import js_trim, utf8_growth
 from dsh_search.engine.paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
 from dsh_search.engine.presentation import glob_meta
 from dsh_search.engine.sampling import sample_across_top_level
+from dsh_search.engine.source import GlobListing
 from dsh_search.engine.spill import SpillRef, save
 
 TOOL = "glob"
@@ -101,7 +104,7 @@ def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
 
 
 async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck | None) -> list[str]:
-    """Display paths, oldest first, ties broken by path bytes."""
+    """Display paths, oldest first, ties broken by path bytes: ripgrep's listing stat-ed and sorted."""
     keyed: list[tuple[int, str]] = []
     all_utf8 = True
     for stats, utf8, _growth in await batches.results():
@@ -113,6 +116,11 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
     else:
         keyed.sort(key=lambda item: (item[0], os.fsencode(item[1])))
         paths = [decode(os.fsencode(path)) for _, path in keyed]
+    return shown(paths, cwd, deny)
+
+
+def shown(paths: list[str], cwd: str, deny: DenyCheck | None) -> list[str]:
+    """Listed paths (oldest first) as the model sees them: workdir-relative, denied ones left out."""
     if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
         paths = [to_workdir_relative(p, cwd) for p in paths]
     if deny is not None:
@@ -152,6 +160,10 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
 
 
 async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
+    if searcher.files is not None:
+        listing = await searcher.files.glob_listing(where.cwd, where.path, pattern, searcher.deny_globs)
+        if listing is not None:
+            return _listed(searcher, listing, where, tally)
     cwd = where.cwd
     # Batches of 16 KiB (about 500 paths), not the default 64 KiB: a listing of a few thousand paths
     # would otherwise be stat-ed only once rg has exited (glob `*` in the kernel's fs/: 18 -> 12 ms).
@@ -164,11 +176,34 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
     )
     sink = batches.feed if tally is None else tally.counting(batches.feed, PATH_END)
     argv = build_argv(pattern, where.path, searcher.deny_globs, searcher.walk_threads)
+    started = time.monotonic()
     result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.any_data(), sink=sink, tally=tally)
+    if searcher.files is not None:
+        searcher.files.walked(where.cwd, time.monotonic() - started)
     await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result
     return await ordered_paths(batches, cwd, where.deny), result
+
+
+def _listed(searcher: Searcher, listing: GlobListing, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
+    """A listing the file source made, judged as ripgrep's own would be: the same launch checks, the same
+    raw-output caps, the same display paths — without ripgrep walking the tree."""
+    if tally is not None:
+        tally.searching = True
+    if preflight(TOOL, where):
+        return [], RgResult(b"", no_matches=True, unreadable=0)
+    cap = searcher.config.raw_output_max_bytes
+    if listing.stdout_bytes > cap:  # ripgrep would have been stopped at the cap
+        raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, cap))
+    if listing.stdout_bytes + listing.growth > cap:
+        raise ToolError(
+            SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_over_cap(TOOL, listing.stdout_bytes + listing.growth, cap)
+        )
+    if tally is not None:
+        tally.items = len(listing.paths)
+    result = RgResult(b"", no_matches=not listing.paths, unreadable=0, stdout_bytes=listing.stdout_bytes)
+    return shown(listing.paths, where.cwd, where.deny), result
 
 
 async def glob(searcher: Searcher, args: GlobArgs, scope: Scope, tally: Tally | None = None) -> SearchResult:

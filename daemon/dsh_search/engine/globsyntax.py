@@ -5,8 +5,10 @@ A port of what ripgrep 15 does with such a glob: the `ignore` crate reads it as 
 within a name and `\\` as an escape (`Parser`, `Tokens::to_regex_with`). The regex works on the UTF-8
 bytes of a path relative to the search root, as globset's does: `?` is one byte, not one character.
 
-`exclusion(glob)` gives the regex and whether the glob names directories only; it raises `GlobError`
-for a glob ripgrep rejects (then ripgrep fails every search).
+`exclusion(glob)` gives the regex and whether the glob names directories only; `inclusion(glob)` does
+the same for a whitelist glob (`--glob=<glob>`, the glob tool's pattern and grep's include, which the
+workspace index matches itself). Both raise `GlobError` for a glob ripgrep rejects (then ripgrep fails
+every search).
 """
 
 from __future__ import annotations
@@ -31,12 +33,36 @@ class Exclusion(NamedTuple):
 
 
 def exclusion(glob: str) -> Exclusion:
-    """The gitignore line `!<glob>`, as `GitignoreBuilder::add_line` reads it."""
+    """The gitignore line `!<glob>`, as `GitignoreBuilder::add_line` reads it (ripgrep's `--glob=!<glob>`)."""
     line = "!" + glob
     if not line.endswith("\\ "):
         line = line.rstrip(_RUST_WHITESPACE)
-    line = line[1:]
-    absolute = line.startswith("/")
+    return _compiled(line[1:])
+
+
+def inclusion(glob: str) -> Exclusion | None:
+    """ripgrep's `--glob=<glob>` (a whitelist), read as `GitignoreBuilder::add_line` reads the line; None
+    when it is no whitelist at all: a comment (`#…`), blank once trimmed, or negated (`!…`, a blacklist).
+
+    The regex matches (fully) a path relative to ripgrep's cwd — the directory it runs in, whatever root
+    it walks: that is what ripgrep matches `--glob`s against.
+    """
+    line = glob
+    if line.startswith("#"):
+        return None
+    if not line.endswith("\\ "):
+        line = line.rstrip(_RUST_WHITESPACE)
+    if not line:
+        return None
+    if line.startswith(("\\!", "\\#")):  # an escaped leading `!` or `#` is that character
+        return _compiled(line[1:], anchored_allowed=False)
+    if line.startswith("!"):
+        return None
+    return _compiled(line)
+
+
+def _compiled(line: str, *, anchored_allowed: bool = True) -> Exclusion:
+    absolute = anchored_allowed and line.startswith("/")
     if absolute:
         line = line[1:]
     only_dir = line.endswith("/")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from collections.abc import Iterator
 from itertools import chain, pairwise
 from typing import Any, NamedTuple
@@ -20,6 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from dsh_search import texts
+from dsh_search.engine import source
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.core import (
     RgResult,
@@ -358,8 +360,18 @@ async def _search(
     )
     batches.watch(_MATCH_TYPE)
     sink = batches.feed if tally is None else tally.counting(batches.feed, MATCH_RECORD, BEGIN_RECORD)
-    argv = build_argv(pattern, where.path, include, searcher.deny_globs)
+    chosen = None
+    if searcher.files is not None:
+        chosen = await searcher.files.grep_files(where.cwd, where.path, pattern, include, searcher.deny_globs)
+    argv: list[str | bytes]
+    if chosen is None:  # ripgrep walks
+        argv = [*build_argv(pattern, where.path, include, searcher.deny_globs)]
+    else:  # ripgrep reads the files the source chose: the same records, the same result
+        argv = ["--json", f"--regexp={pattern}", *source.argv(chosen)]
+    started = time.monotonic()
     result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally)
+    if chosen is None and searcher.files is not None:
+        searcher.files.walked(where.cwd, time.monotonic() - started)
     await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     if result.no_matches:
         return [], result

@@ -1,0 +1,77 @@
+"""Which files ripgrep reads: its own walk, or the files an index chose (the workspace index, store/index).
+
+A search asks its `FileSource` first; `None` means "walk as usual". An answer must make the search's
+result byte-identical to the walk's, so it says exactly what the walk would have produced:
+
+- for glob, the listing ripgrep would have printed (`GlobListing`: its paths in the walk's final order,
+  and its size for the raw-output cap), so ripgrep need not run at all;
+- for grep, the files that can match (`GrepFiles`), handed to ripgrep by name. ripgrep searches a file it
+  is given by name a little differently from one it finds by walking — a file with a NUL byte is searched
+  whole (NULs converted) instead of abandoned at the first NUL — so files that hold a NUL are not named
+  but walked: their directory is a root of its own, limited to depth 1 and to those names by `--glob`s
+  (`argv`). Files named are, by the source's word, text; the include glob and the deny globs were applied
+  by the source (ripgrep ignores `--glob`s for files it is given by name).
+
+The source answers `None` whenever it cannot promise that; the engine never second-guesses an answer.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+from dsh_search.engine.paths import DenyGlobs
+
+
+class GlobListing(NamedTuple):
+    paths: list[str]  # as ripgrep prints them, oldest first (ties by path bytes), decoded for display
+    stdout_bytes: int  # the size of the listing ripgrep would have written (each path and a NUL)
+    growth: int  # what that listing gains decoded as UTF-8 with replacements (jscompat.utf8_growth)
+
+
+class GrepFiles(NamedTuple):
+    named: list[bytes]  # files to give ripgrep by name, as it would print them (text: no NUL byte)
+    # (a directory as ripgrep prints it, the paths of the files to walk to in it relative to the search's
+    # cwd — what ripgrep matches a `--glob` against)
+    walked: list[tuple[bytes, list[bytes]]]
+
+
+class FileSource(Protocol):
+    """Chooses the files a search reads (or says None: walk)."""
+
+    async def glob_listing(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobListing | None:
+        """What `rg --files --glob=<pattern>` (with glob's other flags and the deny globs) would list."""
+        ...
+
+    async def grep_files(
+        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
+    ) -> GrepFiles | None:
+        """A superset of the files in which ripgrep's walk (with the include and deny globs) would find
+        `pattern`."""
+        ...
+
+    def walked(self, cwd: str, seconds: float) -> None:
+        """A search walked from `cwd` (the source said None) and ripgrep took this long."""
+        ...
+
+
+_GLOB_SPECIAL = frozenset(b"*?[]{}\\!,")
+
+
+def escape_glob(path: bytes) -> bytes:
+    """`path` as a glob that matches exactly it (a backslash before every character globs treat
+    specially)."""
+    return b"".join(b"\\" + bytes([c]) if c in _GLOB_SPECIAL else bytes([c]) for c in path)
+
+
+def argv(files: GrepFiles) -> list[str | bytes]:
+    """ripgrep's arguments after the pattern's for `files`: the walked directories limited to depth 1 and
+    to their names, then `--` and every root. No file at all is `/dev/null`: ripgrep still checks the
+    pattern (an invalid one fails as it would), and finds nothing."""
+    out: list[str | bytes] = []
+    roots: list[bytes] = list(files.named)
+    if files.walked:
+        out.append("--max-depth=1")
+        for directory, paths in files.walked:
+            out += [b"--glob=/" + escape_glob(path) for path in paths]
+            roots.append(directory)
+    return [*out, "--", *(roots or [b"/dev/null"])]

@@ -1,0 +1,921 @@
+"""The warm workspace: an index of one workspace directory, kept fresh while the daemon runs, that tells
+glob which paths to list and grep which files to read — or says "walk" whenever it cannot be sure.
+
+What it keeps (docs/design.md, "The workspace index"):
+
+- every file glob would list, with its modification time, in glob's order (listing.FileList);
+- which files grep's walk reads — ripgrep's own `rg --files`, so ignore files, hidden files and every
+  other rule of ripgrep's walk stay ripgrep's — and their text as trigrams (content.Shard, on disk under
+  `indexDir`, one set of shard files per daemon: a set is locked by the daemon that writes it);
+- inotify watches on every directory (watch.Watcher), drained before each answer.
+
+The promise is the walk's answer, byte for byte. So the index answers only what it knows; for the rest
+it says None and the engine walks:
+
+- before the first build is done; after an event queue overflow, until everything has been listed
+  again; when an ignore file, a `.git`, a directory or its permissions changed, until ripgrep has listed
+  grep's files again (in the background, a fraction of a second on most trees);
+- a search from a cwd outside the workspace, or with a root the index cannot spell as ripgrep prints it
+  (`..`, a symlink on the way, a file), or whose walk would meet a directory it cannot read;
+- a pattern whose literals do not narrow the files (store/index/regex.py), or narrow them to more than
+  half of the files under the root (reading the index then costs more than it saves); a glob it does not
+  read exactly as ripgrep does.
+
+A file changed since it was indexed ("changed") is never served from the index: a search stats it (glob)
+or reads it and checks it against the pattern's literals (grep) itself, and the background indexes it
+again. Everything here runs on the event loop; threads do pure work on what they are given and hand the
+result back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
+
+from dsh_search.engine.jscompat import utf8_growth
+from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.source import GlobListing, GrepFiles
+from dsh_search.store.index import content
+from dsh_search.store.index.content import BINARY, OPAQUE, TEXT, Extract, Shard, Signature, shard_of
+from dsh_search.store.index.listing import FileList, Snapshot, Unsupported, record_regex, whitelist
+from dsh_search.store.index.manager import ListGrepFiles, workspace_key
+from dsh_search.store.index.regex import NONE, Query, required
+from dsh_search.store.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, Event, Watcher, WatchLimit
+
+log = logging.getLogger("dsh_search.index")
+
+OFF, BUILDING, READY, FAILED = "off", "building", "ready", "failed"
+VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))
+RULE_FILES = frozenset((b".gitignore", b".ignore", b".rgignore"))
+
+MAX_CANDIDATE_SHARE = 0.5  # more candidates than this share of the files under the root: walk instead
+MAX_ARGV_BYTES = 512 << 10  # files named on ripgrep's command line, in bytes
+MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
+MAX_WALKED_DIRS = 16  # directories walked for files that hold a NUL; past it, walk everything
+OVERLAY_COMPACT = 20000  # changes in the glob overlay past which a new snapshot is made
+MAINTAIN_AFTER_S = 0.2  # quiet time after events before the background catches up
+REINDEX_BATCH = 2000
+
+
+class Root(NamedTuple):
+    """A search's root as the index spells it."""
+
+    prefix: bytes  # the search's cwd relative to the workspace, with a trailing `/` (b"" at the root)
+    under: bytes  # the walked root relative to the cwd, with a trailing `/` (b"": the cwd itself)
+    printed: bytes  # what ripgrep puts before a path below the root when it prints it (b"": nothing)
+
+
+class Workspace:
+    """The index of one workspace directory; the engine's `FileSource` (engine/source.py)."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        index_dir: str,
+        list_grep_files: ListGrepFiles,
+        wait_for_build: bool = False,
+        shards: int = 2,
+        on_failure: Callable[[Workspace], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.root_b = os.fsencode(root)
+        self.real_root = os.path.realpath(root)
+        self.dir = os.path.join(index_dir, workspace_key(self.real_root))
+        self._list_grep_files = list_grep_files
+        self._wait_for_build = wait_for_build
+        self._on_failure = on_failure  # told once, when the index fails
+        self._shard_count = max(1, shards)
+        self.state = OFF
+        self.reason: str | None = None
+        self._ready = asyncio.Event()
+        self._files: FileList | None = None
+        self._shards: list[Shard] = []
+        self._watcher: Watcher | None = None
+        self._grep_dirs: set[bytes] = set()  # directories grep's walk enters (b"": the workspace)
+        self._changed: dict[bytes, int] = {}  # paths changed since indexed → event generation
+        self._stated: dict[bytes, int] = {}  # changed paths whose glob entry is current → generation
+        self._unknown: set[bytes] = set()  # new files: whether grep's walk reads them is not known yet
+        self._grep_new: set[bytes] = set()  # files grep reads that the content index has no row for
+        self._unreadable: set[bytes] = set()  # directories the walk could not read
+        self._grep_doubt = False  # grep's file list is in doubt (rules changed, ripgrep reported problems)
+        self._glob_doubt = False  # every file is in doubt (events were lost)
+        self._generation = 0
+        self._maintaining: asyncio.Task[None] | None = None
+        self._maintain_handle: asyncio.TimerHandle | None = None
+        self._build_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading_events = False
+        self._threads = ThreadPoolExecutor(max_workers=self._shard_count, thread_name_prefix="index")
+        self._lock_fd: int | None = None
+        self.stats: dict[str, Any] = {"files": 0, "grepFiles": 0, "bytes": 0}
+
+    # --- life ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin the first build in the background (once)."""
+        if self._build_task is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self.state = BUILDING
+        self._build_task = asyncio.ensure_future(self._build())
+
+    def close(self) -> None:
+        for task in (self._build_task, self._maintaining):
+            if task is not None:
+                task.cancel()
+        if self._maintain_handle is not None:
+            self._maintain_handle.cancel()
+        self._events(False)
+        if self._watcher is not None:
+            self._watcher.close()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        for shard in self._shards:
+            with contextlib.suppress(Exception):
+                shard.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "state": self.state,
+            "files": self.stats["files"],
+            "bytes": self.stats["bytes"],
+            "grepFiles": self.stats["grepFiles"],
+            "root": self.root,
+            "dir": self.dir,
+            "changed": len(self._changed),
+        }
+        for key in ("builtInMs", "indexBytes", "watches", "rescans"):
+            if key in self.stats:
+                out[key] = self.stats[key]
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+    def fail(self, reason: str) -> None:
+        """Stop answering (searches walk); the manager builds a fresh index after a pause."""
+        if self.state == FAILED:
+            return
+        self.state = FAILED
+        self.reason = reason
+        self._ready.set()
+        self._events(False)
+        log.warning("workspace index of %s: %s; searches walk the tree", self.root, reason)
+        if self._on_failure is not None:
+            self._on_failure(self)
+
+    async def _usable(self) -> bool:
+        if self.state == BUILDING and self._wait_for_build:
+            await self._ready.wait()
+        if self.state != READY:
+            return False
+        if not all(shard.intact() for shard in self._shards):
+            self.fail("its files were deleted or replaced")  # built again after a pause
+            return False
+        self._drain()
+        return self.state == READY
+
+    def _events(self, on: bool) -> None:
+        """Read inotify whenever it has something (on), or leave events queued in the kernel (off: while a
+        walk adds watches on a thread)."""
+        if self._loop is None or self._watcher is None or on == self._reading_events:
+            return
+        if on:
+            self._loop.add_reader(self._watcher.fileno(), self._drain)
+        else:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self._watcher.fileno())
+        self._reading_events = on
+
+    # --- the first build -----------------------------------------------------------------------------------
+
+    async def _build(self) -> None:
+        started = time.monotonic()
+        try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            self._watcher = Watcher(self.root_b)
+            walked = await asyncio.to_thread(_walk, self.root_b, self._watcher, b"")
+            listed, problems = await self._list_grep_files(self.root, [], None)
+            grep_paths = sorted(p for p in listed.split(b"\0") if p)
+            self._shards = await asyncio.to_thread(self._open_shards)
+            files = await asyncio.to_thread(lambda: FileList(Snapshot(walked.files)))
+            count = len(self._shards)
+            jobs = [
+                asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, grep_paths, i, count))
+                for i, shard in enumerate(self._shards)
+            ]
+            totals = await asyncio.gather(*jobs)
+        except asyncio.CancelledError:
+            raise
+        except WatchLimit as exc:
+            self.fail(f"{exc} (raise fs.inotify.max_user_watches to index this workspace)")
+            return
+        except Exception as exc:
+            log.debug("workspace index build failed", exc_info=True)
+            self.fail(f"the build failed: {exc}")
+            return
+        self._files = files
+        self._grep_dirs = _parents(grep_paths)
+        self._unreadable = walked.unreadable
+        self._grep_doubt = problems
+        for _, unsettled in totals:  # changed while read: a search reads them itself until re-indexed
+            for path in unsettled:
+                self._mark_changed(path)
+        self.stats = {
+            "files": len(walked.files),
+            "grepFiles": len(grep_paths),
+            "bytes": sum(total for total, _ in totals),
+            "builtInMs": round((time.monotonic() - started) * 1000),
+            "indexBytes": _disk_bytes(self.dir),
+            "watches": len(self._watcher),
+        }
+        self.state = READY
+        self._ready.set()
+        self._events(True)
+        log.info(
+            "workspace index of %s ready: %d files, %d read by grep, %d bytes of text, in %.1f s",
+            self.root,
+            self.stats["files"],
+            self.stats["grepFiles"],
+            self.stats["bytes"],
+            self.stats["builtInMs"] / 1000,
+        )
+        self._drain()
+
+    def _open_shards(self) -> list[Shard]:
+        """This daemon's shard files: the newest set no other daemon holds, else a new set. A set is held
+        with a lock on its `lock` file for as long as the daemon runs, so two daemons never write one."""
+        sets = sorted(
+            (e for e in os.scandir(self.dir) if e.is_dir(follow_symlinks=False) and e.name.startswith("set-")),
+            key=lambda e: e.stat().st_mtime,
+            reverse=True,
+        )
+        for entry in [*sets, None]:
+            directory = entry.path if entry is not None else os.path.join(self.dir, f"set-{os.urandom(4).hex()}")
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            try:
+                shards = self._shards_in(directory)
+            except Exception as exc:  # corrupt, or another schema: this set starts afresh
+                log.info("workspace index set %s unusable (%s); rebuilding it", directory, exc)
+                for name in os.listdir(directory):
+                    if name != "lock":
+                        with contextlib.suppress(OSError):
+                            os.unlink(os.path.join(directory, name))
+                shards = self._shards_in(directory)
+            os.utime(directory)
+            self._lock_fd = fd
+            return shards
+        raise AssertionError("a new set is always free")
+
+    def _shards_in(self, directory: str) -> list[Shard]:
+        return [Shard(os.path.join(directory, f"content-{i}.sqlite"), writable=True) for i in range(self._shard_count)]
+
+    # --- events ----------------------------------------------------------------------------------------------
+
+    def _mark_changed(self, path: bytes) -> None:
+        self._generation += 1
+        self._changed[path] = self._generation
+
+    def _drain(self) -> None:
+        """Apply every event queued so far (before each answer, and whenever events arrive)."""
+        if not self._reading_events or self._watcher is None:
+            return
+        try:
+            events = self._watcher.drain()
+        except OSError as exc:
+            self.fail(f"reading file events failed: {exc}")
+            return
+        if events:
+            for event in events:
+                self._apply(event)
+            self._schedule()
+
+    def _apply(self, event: Event) -> None:
+        path, kind, is_dir = event
+        if kind == OVERFLOW:  # events were lost: everything is in doubt until listed again
+            self._glob_doubt = self._grep_doubt = True
+            return
+        parts = path.split(b"/")
+        if any(part in VCS_NAMES for part in parts):
+            if parts[-1] in VCS_NAMES or (b".git" in parts and parts[-1] in (b"info", b"exclude")):
+                self._grep_doubt = True  # a repository came or went, or its exclude file changed
+            return
+        if parts[-1] in RULE_FILES:
+            self._grep_doubt = True
+        if kind == GONE:
+            self._gone(path, is_dir)
+        elif kind == DIRECTORY:
+            self._arrived(path)
+        else:
+            self._mark_changed(path)
+            if kind == NEW:
+                self._unknown.add(path)
+
+    def _forget_file(self, path: bytes) -> None:
+        assert self._files is not None
+        self._mark_changed(path)
+        self._files.apply(path, None)
+        self._stated[path] = self._changed[path]
+        self._unknown.discard(path)
+
+    def _gone(self, path: bytes, is_dir: bool) -> None:
+        if not is_dir:
+            self._forget_file(path)
+            return
+        assert self._watcher is not None
+        self._watcher.forget(path)
+        prefix = path + b"/"
+        for child in self._files_under(prefix):
+            self._forget_file(child)
+        self._grep_dirs = {d for d in self._grep_dirs if d != path and not d.startswith(prefix)}
+        self._unreadable = {d for d in self._unreadable if d != path and not d.startswith(prefix)}
+
+    def _arrived(self, path: bytes) -> None:
+        """A directory arrived (created, moved in) or its permissions changed: watch and list it again.
+        Whether grep's walk enters it, ripgrep says when grep's files are listed again."""
+        assert self._files is not None and self._watcher is not None
+        try:
+            walked = _walk(self.root_b, self._watcher, path)
+        except WatchLimit as exc:
+            self.fail(f"{exc} (raise fs.inotify.max_user_watches to index this workspace)")
+            return
+        present = {p for _mtime, p in walked.files}
+        for child in self._files_under(path + b"/"):
+            if child not in present:
+                self._forget_file(child)
+        for mtime, child in walked.files:
+            self._mark_changed(child)
+            self._files.apply(child, mtime)
+            self._stated[child] = self._changed[child]
+            self._unknown.add(child)
+        self._unreadable = {d for d in self._unreadable if d != path and not d.startswith(path + b"/")}
+        self._unreadable |= walked.unreadable
+        self._grep_doubt = True
+
+    def _files_under(self, prefix: bytes) -> list[bytes]:
+        assert self._files is not None
+        found = [path for _mtime, path in self._files.matching(record_regex(b"", prefix, b".*"))]
+        return found + [p for p in self._unknown if p.startswith(prefix) and p not in set(found)]
+
+    # --- catching up in the background -----------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if self._loop is None or self._maintain_handle is not None or self.state != READY:
+            return
+        self._maintain_handle = self._loop.call_later(MAINTAIN_AFTER_S, self._start_maintenance)
+
+    def _start_maintenance(self) -> None:
+        self._maintain_handle = None
+        if self._maintaining is not None and not self._maintaining.done():
+            self._schedule()
+            return
+        self._maintaining = asyncio.ensure_future(self._maintain())
+
+    async def _maintain(self) -> None:
+        """List everything again after lost events; list grep's files again when in doubt; index changed
+        files again; compact the glob list."""
+        try:
+            if self._glob_doubt:
+                await self._rescan()
+            if self._grep_doubt or self._unknown:
+                await self._relist_grep()
+            self._refresh_stats()  # glob's entries current first: a path leaves `changed` only when both are
+            await self._reindex_changed()
+            await self._compact()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("workspace index maintenance failed", exc_info=True)
+            self.fail(f"keeping the index fresh failed: {exc}")
+        finally:
+            if self.state == READY and (self._changed or self._grep_doubt or self._glob_doubt or self._unknown):
+                self._schedule()
+
+    async def _rescan(self) -> None:
+        """After lost events: list and stat every file again, and take every indexed file whose signature
+        changed as changed."""
+        assert self._watcher is not None
+        log.info("workspace index of %s: file events were lost; listing everything again", self.root)
+        self.stats["rescans"] = self.stats.get("rescans", 0) + 1
+        self._events(False)  # the walk adds watches on a thread; events wait in the kernel
+        try:
+            self._watcher.drain()  # what is queued predates the walk: the walk sees its result
+            walked = await asyncio.to_thread(_walk, self.root_b, self._watcher, b"")
+            files = await asyncio.to_thread(lambda: FileList(Snapshot(walked.files)))
+            stale = await asyncio.to_thread(_stale, self._shards, self.root_b)
+        finally:
+            self._events(True)
+        self._files = files
+        self._stated.clear()
+        self._changed.clear()
+        for path in stale:
+            self._mark_changed(path)
+        self._unreadable = walked.unreadable
+        self._unknown.clear()
+        self._glob_doubt = False
+        self._grep_doubt = True
+        self.stats["files"] = len(walked.files)
+        self._drain()
+
+    async def _relist_grep(self) -> None:
+        """ripgrep lists grep's files again: new files join, others leave (the content index forgets them)."""
+        generation = self._generation
+        listed, problems = await self._list_grep_files(self.root, [], None)
+        paths = sorted(p for p in listed.split(b"\0") if p)
+        members = set(paths)
+        indexed = await asyncio.to_thread(_indexed_paths, self._shards)
+        await asyncio.to_thread(_remove, self._shards, [p for p in indexed if p not in members])
+        self._grep_new = {p for p in paths if p not in indexed}
+        for path in self._grep_new:
+            self._changed.setdefault(path, generation)
+        self._grep_dirs = _parents(paths)
+        self.stats["grepFiles"] = len(paths)
+        if self._generation == generation:  # nothing happened while ripgrep listed
+            self._grep_doubt = problems
+            self._unknown.clear()
+        else:  # what happened meanwhile is judged next time
+            self._unknown = {p for p in self._unknown if p not in members}
+            self._grep_doubt = True
+
+    async def _reindex_changed(self) -> None:
+        if not self._changed:
+            return
+        batch = dict(list(self._changed.items())[:REINDEX_BATCH])
+        members = self._grep_new & set(batch)
+        done = await asyncio.to_thread(_reindex, self._shards, self.root_b, list(batch), members)
+        for path in done:
+            generation = batch[path]
+            if self._changed.get(path) == generation and self._stated.get(path) == generation:
+                del self._changed[path]
+                self._grep_new.discard(path)
+
+    async def _compact(self) -> None:
+        files = self._files
+        if files is None or len(files.overlay) < OVERLAY_COMPACT:
+            return
+        before = dict(files.overlay)
+        compacted = await asyncio.to_thread(files.compacted)
+        current = self._files
+        assert current is not None
+        for path, change in current.overlay.items():
+            if before.get(path) is not change:  # changed again while compacting
+                compacted.overlay[path] = change
+        self._files = compacted
+
+    # --- where a search runs -----------------------------------------------------------------------------
+
+    def _root(self, cwd: str, path: str | None) -> Root | None:
+        """The search's root as the index spells it, or None when it cannot promise ripgrep's spelling."""
+        if "\0" in cwd or (path is not None and "\0" in path):
+            return None  # no file has such a name: ripgrep says what it says
+        base = self.root.rstrip("/")
+        if cwd in (self.root, base):
+            cwd_rel = ""
+        elif cwd.startswith(base + "/"):
+            cwd_rel = cwd[len(base) + 1 :]
+            if os.path.normpath(cwd_rel) != cwd_rel or cwd_rel.startswith(".."):
+                return None
+        else:
+            return None
+        if os.path.realpath(cwd) != os.path.join(self.real_root, cwd_rel).rstrip("/"):
+            return None  # a symlink on the way: ripgrep would print names the index does not have
+        prefix = os.fsencode(cwd_rel) + b"/" if cwd_rel else b""
+        if path is None:
+            return Root(prefix, b"", b"")
+        if "//" in path:
+            return None
+        if path.startswith("/"):
+            stripped = path.rstrip("/") or "/"
+            cwd_base = cwd.rstrip("/")
+            if stripped == cwd_base:
+                rel = ""
+            elif stripped.startswith(cwd_base + "/"):
+                rel = stripped[len(cwd_base) + 1 :]
+            else:
+                return None
+        else:
+            stripped = path[2:] if path.startswith("./") else path
+            rel = "" if stripped in ("", ".") else stripped.rstrip("/")
+        if rel and (os.path.normpath(rel) != rel or rel.startswith("..")):
+            return None
+        target = os.path.join(cwd, rel) if rel else cwd
+        if os.path.realpath(target) != os.path.join(self.real_root, cwd_rel, rel).rstrip("/"):
+            return None
+        try:
+            if not stat.S_ISDIR(os.stat(target).st_mode):
+                return None  # a file named as the root: ripgrep lists it whatever the glob says
+        except OSError:
+            return None
+        printed = os.fsencode(path.rstrip("/") or path) + b"/"
+        return Root(prefix, os.fsencode(rel) + b"/" if rel else b"", printed)
+
+    def _readable(self, under: bytes) -> bool:
+        """No directory the walk from `under` (workspace-relative, b"" or ending in `/`) enters was
+        unreadable (ripgrep would report it)."""
+        return not any(d.startswith(under) or d == under.rstrip(b"/") for d in self._unreadable)
+
+    # --- glob ----------------------------------------------------------------------------------------------
+
+    async def glob_listing(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobListing | None:
+        if not await self._usable() or self._glob_doubt:
+            return None
+        root = self._root(cwd, path)
+        if root is None or not self._readable(root.prefix + root.under):
+            return None
+        try:
+            regex = whitelist(pattern)
+        except Unsupported:
+            return None
+        self._refresh_stats()
+        assert self._files is not None
+        found = self._files.matching(record_regex(root.prefix, root.under, regex))
+        return _listing(found, root, deny)
+
+    def _refresh_stats(self) -> None:
+        """Give every changed path's glob entry its current modification time (or drop it when gone)."""
+        files = self._files
+        assert files is not None
+        for path, generation in [(p, g) for p, g in self._changed.items() if self._stated.get(p) != g]:
+            try:
+                st = os.stat(os.path.join(self.root_b, path), follow_symlinks=False)
+            except OSError:
+                files.apply(path, None)
+            else:
+                files.apply(path, st.st_mtime_ns if stat.S_ISREG(st.st_mode) else None)
+            self._stated[path] = generation
+
+    # --- grep ----------------------------------------------------------------------------------------------
+
+    async def grep_files(
+        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
+    ) -> GrepFiles | None:
+        query = required(pattern)
+        expression = content.match_expression(query)
+        if expression is None and query is not NONE:
+            return None  # the pattern's literals narrow nothing: walk, without waiting for a build
+        if not await self._usable() or self._glob_doubt or self._grep_doubt:
+            return None
+        root = self._root(cwd, path)
+        if root is None:
+            return None
+        under = root.prefix + root.under
+        if under.rstrip(b"/") not in self._grep_dirs:
+            return None  # hidden, ignored, or holding nothing grep reads: ripgrep's walk decides
+        if not self._readable(under) or not await self._settle_unknown(under):
+            return None
+        include_regex = None
+        if include is not None:
+            try:
+                include_regex = record_regex(root.prefix, b"", whitelist(include))
+            except Unsupported:
+                return None
+        changed = [p for p in self._changed if p.startswith(under)]
+        if len(changed) > MAX_CHANGED_READ:
+            return None
+        low, high = content.prefix_range(under)
+        shards = self._shards
+        total, found, members = await asyncio.to_thread(_query, shards, expression, low, high, changed)
+        members |= {p for p in changed if p in self._grep_new}
+        chosen = {p: kind for p, kind in found if p not in self._changed}
+        for p, kind in await asyncio.to_thread(_read_changed, self.root_b, [p for p in changed if p in members], query):
+            chosen[p] = kind
+        if total and len(chosen) > MAX_CANDIDATE_SHARE * total:
+            return None
+        files = _grep_files(root, chosen, include_regex, deny)
+        if files is not None and not files.named and not files.walked:
+            # No candidate. ripgrep's walk fails when it searches no file at all ("No files were
+            # searched", exit 2) and finds nothing otherwise: say which, or walk to let it say.
+            extra = [p for p in self._grep_new if p.startswith(under)]
+            assert self._files is not None
+            gone = {p for p, change in self._files.overlay.items() if change.mtime is None}
+            searched = await asyncio.to_thread(_any_searched, shards, low, high, extra, gone, root, include_regex, deny)
+            if not searched:
+                return None
+        return files
+
+    async def _settle_unknown(self, under: bytes) -> bool:
+        """Whether grep's walk reads each new file under `under` is settled by ripgrep itself, for files in
+        directories the walk enters (their siblings' rules are known); False when a new directory is
+        among them (then the background lists grep's files again)."""
+        unknown = [p for p in self._unknown if p.startswith(under)]
+        if not unknown:
+            return True
+        directories = sorted({p.rpartition(b"/")[0] for p in unknown})
+        if any(d not in self._grep_dirs for d in directories):
+            return False
+        generation = self._generation
+        listed, problems = await self._list_grep_files(self.root, directories, 1)
+        if problems:
+            return False
+        members = {p[2:] if p.startswith(b"./") else p for p in listed.split(b"\0") if p}
+        for path in unknown:
+            if self._changed.get(path, 0) > generation:
+                continue  # changed again meanwhile: still unknown
+            self._unknown.discard(path)
+            if path in members:
+                self._grep_new.add(path)
+        return not any(p.startswith(under) for p in self._unknown)
+
+
+# --- answers ------------------------------------------------------------------------------------------------
+
+
+def _listing(found: Iterable[tuple[int, bytes]], root: Root, deny: DenyGlobs) -> GlobListing:
+    """What ripgrep would print for these files (workspace-relative, in order), for glob."""
+    cut = len(root.prefix)
+    keep = cut + len(root.under)
+    paths: list[str] = []
+    size = 0
+    growth = 0
+    for _mtime, found_path in found:
+        rel = found_path[cut:]
+        if deny and deny.denies(os.fsdecode(rel)):
+            continue
+        printed = root.printed + found_path[keep:] if root.printed else rel
+        size += len(printed) + 1
+        if not printed.isascii():
+            growth += utf8_growth(printed)
+        paths.append(printed.decode("utf-8", "replace"))
+    return GlobListing(paths, size, growth)
+
+
+def _searched(path: bytes, root: Root, include: Any, deny: DenyGlobs) -> bool:
+    """Whether grep's walk would search this file of its list (the include and deny globs)."""
+    if include is not None and not include.search(b"\0" + path + b"\0"):
+        return False
+    return not (deny and deny.denies(os.fsdecode(path[len(root.prefix) :])))
+
+
+def _any_searched(
+    shards: list[Shard],
+    low: bytes,
+    high: bytes | None,
+    extra: list[bytes],
+    gone: set[bytes],
+    root: Root,
+    include: Any,
+    deny: DenyGlobs,
+) -> bool:
+    """Whether grep's walk from the root would search at least one file."""
+    if any(_searched(p, root, include, deny) for p in extra if p not in gone):
+        return True
+    return any(_searched(p, root, include, deny) for shard in shards for p in shard.paths(low, high) if p not in gone)
+
+
+def _grep_files(root: Root, chosen: dict[bytes, int], include: Any, deny: DenyGlobs) -> GrepFiles | None:
+    """The chosen files as ripgrep must be given them: text files by name, the others walked to."""
+    named: list[bytes] = []
+    walked: dict[bytes, list[bytes]] = {}
+    argv_bytes = 0
+    cut = len(root.prefix)
+    keep = cut + len(root.under)
+    for path in sorted(chosen):
+        if not _searched(path, root, include, deny):
+            continue
+        rel = path[cut:]
+        printed = root.printed + path[keep:] if root.printed else rel
+        argv_bytes += len(printed) + 1
+        if argv_bytes > MAX_ARGV_BYTES:
+            return None
+        if chosen[path] == TEXT:
+            named.append(printed)
+            continue
+        # A NUL in it (or no telling): ripgrep must find it by walking, from its directory.
+        if not rel.isascii() or b"/" not in printed:
+            return None  # a top-level file with no root to walk from, or a name a glob cannot carry
+        walked.setdefault(printed.rpartition(b"/")[0], []).append(rel)
+    if len(walked) > MAX_WALKED_DIRS:
+        return None
+    return GrepFiles(named, list(walked.items()))
+
+
+# --- work done on threads (pure: inputs in, results out) -------------------------------------------------------
+
+
+class Walked(NamedTuple):
+    files: list[tuple[int, bytes]]  # (mtime, path relative to the workspace)
+    unreadable: set[bytes]  # directories that could not be listed
+
+
+def _walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
+    """Watch and list every directory from `start` down (relative to root), as glob sees the tree:
+    regular files (no symlinks, no devices), hidden and ignored ones included, VCS directories left out
+    (a repository's `.git` and `.git/info` are watched, for its `exclude` file)."""
+    files: list[tuple[int, bytes]] = []
+    unreadable: set[bytes] = set()
+    todo = [start]
+    while todo:
+        directory = todo.pop()
+        if not watcher.watch(directory):
+            continue  # gone already: its own event follows
+        absolute = os.path.join(root, directory) if directory else root
+        try:
+            with os.scandir(absolute) as listing:
+                entries = list(listing)
+        except OSError:
+            unreadable.add(directory)
+            continue
+        for entry in entries:
+            name = entry.name
+            rel = directory + b"/" + name if directory else name
+            try:
+                if name in VCS_NAMES:
+                    if name == b".git" and entry.is_dir(follow_symlinks=False):
+                        watcher.watch(rel)
+                        if os.path.isdir(os.path.join(entry.path, b"info")):
+                            watcher.watch(rel + b"/info")
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(rel)
+                elif entry.is_file(follow_symlinks=False):
+                    files.append((entry.stat(follow_symlinks=False).st_mtime_ns, rel))
+            except OSError:
+                continue  # vanished while listed
+    return Walked(files, unreadable)
+
+
+def _parents(paths: Iterable[bytes]) -> set[bytes]:
+    """Every directory above the given paths, and b"" (the workspace)."""
+    out = {b""}
+    for path in paths:
+        directory = path.rpartition(b"/")[0]
+        while directory not in out:
+            out.add(directory)
+            directory = directory.rpartition(b"/")[0]
+    return out
+
+
+def _read_file(root: bytes, path: bytes) -> tuple[Signature, Extract] | None:
+    """A file's indexable text and the signature of the version read; None when it cannot be opened as a
+    regular file, or changed while read."""
+    try:
+        fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        before = Signature.of(st)
+        if before.size > content.MAX_INDEXED_BYTES:
+            return before, Extract(OPAQUE, None)
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        after = Signature.of(os.fstat(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if after != before:
+        return None
+    return before, content.extract(b"".join(chunks))
+
+
+def _index_shard(shard: Shard, root: bytes, paths: list[bytes], index: int, count: int) -> tuple[int, list[bytes]]:
+    """Bring one shard up to date with the files grep reads: keep what is indexed at its current
+    signature, index the rest, forget what grep no longer reads. Returns (bytes of text the shard now
+    covers, files that changed while read)."""
+    mine = [p for p in paths if shard_of(p, count) == index]
+    known = {path: sig for path, sig, _kind in shard.signatures()}
+    wanted = set(mine)
+    shard.remove_many([p for p in known if p not in wanted])
+    total = 0
+    unsettled: list[bytes] = []
+    batch: list[tuple[bytes, Signature, Extract]] = []
+    batch_bytes = 0
+    for path in mine:
+        old = known.get(path)
+        if old is not None:
+            try:
+                if Signature.of(os.stat(os.path.join(root, path), follow_symlinks=False)) == old:
+                    total += old.size
+                    continue
+            except OSError:
+                pass
+        read = _read_file(root, path)
+        if read is None:
+            unsettled.append(path)
+            continue
+        sig, extracted = read
+        batch.append((path, sig, extracted))
+        total += sig.size
+        batch_bytes += sig.size
+        if len(batch) >= 2000 or batch_bytes >= 32 << 20:
+            shard.put_many(batch)
+            batch, batch_bytes = [], 0
+    if batch:
+        shard.put_many(batch)
+    return total, unsettled
+
+
+def _stale(shards: list[Shard], root: bytes) -> list[bytes]:
+    """Indexed files whose current signature is not the indexed one (or that are gone)."""
+    out = []
+    for shard in shards:
+        for path, sig, _kind in shard.signatures():
+            try:
+                current = Signature.of(os.stat(os.path.join(root, path), follow_symlinks=False))
+            except OSError:
+                out.append(path)
+                continue
+            if current != sig:
+                out.append(path)
+    return out
+
+
+def _indexed_paths(shards: list[Shard]) -> set[bytes]:
+    return {path for shard in shards for path, _sig, _kind in shard.signatures()}
+
+
+def _remove(shards: list[Shard], paths: list[bytes]) -> None:
+    count = len(shards)
+    for i, shard in enumerate(shards):
+        mine = [p for p in paths if shard_of(p, count) == i]
+        if mine:
+            shard.remove_many(mine)
+
+
+def _reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: set[bytes]) -> list[bytes]:
+    """Index the current version of each path grep reads (an indexed one, or a new member); forget the
+    ones that are gone. Returns the paths now current in the index (or not grep's at all)."""
+    count = len(shards)
+    present = set().union(*(s.present(paths) for s in shards)) | new_members
+    per_shard: list[list[tuple[bytes, Signature, Extract]]] = [[] for _ in shards]
+    gone: list[bytes] = []
+    done: list[bytes] = []
+    for path in paths:
+        if path not in present:
+            done.append(path)  # not a file grep reads: nothing to index
+            continue
+        read = _read_file(root, path)
+        if read is None:
+            if not os.path.lexists(os.path.join(root, path)):
+                gone.append(path)
+                done.append(path)
+            continue
+        per_shard[shard_of(path, count)].append((path, *read))
+        done.append(path)
+    for shard, items in zip(shards, per_shard, strict=True):
+        if items:
+            shard.put_many(items)
+    _remove(shards, gone)
+    return done
+
+
+def _query(
+    shards: list[Shard], expression: str | None, low: bytes, high: bytes | None, changed: list[bytes]
+) -> tuple[int, list[tuple[bytes, int]], set[bytes]]:
+    """(files grep reads under the range, the indexed candidates there, which changed paths grep reads)."""
+    total = 0
+    found: list[tuple[bytes, int]] = []
+    members: set[bytes] = set()
+    for shard in shards:
+        total += shard.count(low, high)
+        if expression is not None:
+            found += shard.candidates(expression, low, high)
+        if changed:
+            members |= shard.present(changed)
+    return total, found, members
+
+
+def _read_changed(root: bytes, paths: list[bytes], query: Query) -> list[tuple[bytes, int]]:
+    """Changed files grep reads, as candidates: each read now and judged by the pattern's literals."""
+    out = []
+    for path in paths:
+        read = _read_file(root, path)
+        if read is None:
+            if os.path.isfile(os.path.join(root, path)):
+                out.append((path, BINARY))  # changing as we look: ripgrep's walk reads it as it is
+            continue
+        _sig, extracted = read
+        if extracted.text is None:
+            out.append((path, BINARY))
+        elif query.holds(extracted.text):
+            out.append((path, extracted.kind))
+    return out
+
+
+def _disk_bytes(directory: str) -> int:
+    total = 0
+    for base, _dirs, names in os.walk(directory):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(base, name)).st_size
+    return total

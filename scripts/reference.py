@@ -359,6 +359,25 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     Example("scrollback/close", "scrollback/close", {"sessionId": "term-1"}, {"result": {"closed": True}}),
     Example(
+        "index/status",
+        "index/status",
+        None,
+        {
+            "result": {
+                "state": "off",
+                "files": 0,
+                "bytes": 0,
+                "mode": "auto",
+                "root": "<tree>",
+                "answered": {"glob": 0, "grep": 0},
+                "walked": 5,
+                "reason": "waiting for a search that walks for 0.2 s or more",
+            }
+        },
+        title="With the default `--index auto` on a small tree: every walk was quick, so no index was built "
+        "and the five searches so far walked.",
+    ),
+    Example(
         "rpc.discover",
         "rpc.discover",
         None,

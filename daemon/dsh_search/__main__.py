@@ -39,6 +39,9 @@ _METAVARS = {
     "str": "TEXT",
     "list": "VALUE",
     "spillDir": "DIR",
+    "indexDir": "DIR",
+    "index": "auto|on|off",
+    "terminalSearch": "auto|always|never",
     "allowedRoots": "DIR",
     "denyGlobs": "GLOB",
 }

@@ -76,6 +76,14 @@ def default_spill_dir(environ: Mapping[str, str]) -> str:
     return os.path.join(state, "dsh-search", "spill")
 
 
+def default_index_dir(environ: Mapping[str, str]) -> str:
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "dsh-search", "index")
+
+
+_DIRECTORY_DEFAULTS = {"spillDir": default_spill_dir, "indexDir": default_index_dir}
+
+
 # Upstream's keys first, in upstream's check order, then the daemon's own keys.
 KEYS: tuple[Key, ...] = (
     Key(
@@ -216,6 +224,24 @@ KEYS: tuple[Key, ...] = (
         "notifications/tools/list_changed); always; never. The native method is served in every mode.",
     ),
     Key(
+        "index",
+        "str",
+        "auto",
+        help="The workspace index, which answers glob and grep from a warm, always-fresh index of the "
+        "workspace directory (the same answers as a walk, byte for byte): auto builds it in the background "
+        "once a walk of the workspace was slow, on Linux and local filesystems, and searches walk until it "
+        "is ready; on builds it at start and searches wait for it; off never builds one.",
+    ),
+    Key(
+        "indexDir",
+        "str",
+        None,
+        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index",
+        help="Directory of the workspace indexes (one subdirectory per workspace, created 0700); daemons "
+        "may share it. Deleting it while a daemon runs loses nothing: searches walk and the index is built "
+        "again.",
+    ),
+    Key(
         "allowedRoots",
         "list",
         (),
@@ -232,6 +258,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
+INDEX_MODES = ("auto", "on", "off")
 
 
 class Config(NamedTuple):
@@ -256,6 +283,8 @@ class Config(NamedTuple):
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     terminal_search: str
+    index_mode: str  # the key `index`
+    index_dir: str
     allowed_roots: tuple[str, ...]
     deny_globs: tuple[str, ...]
 
@@ -286,8 +315,12 @@ def _posint_default(key: Key, resolved: Mapping[str, Any]) -> Any:
     return key.default
 
 
+# Keys whose attribute name would shadow a tuple method.
+_ATTRS = {"index": "index_mode"}
+
+
 def _attr(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+    return _ATTRS.get(name) or "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
 def _is_positive_integer(value: Any) -> bool:
@@ -325,13 +358,16 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 raise ConfigError(f"dsh-search: {key.name} must be no greater than {key.maximum}")
         elif key.kind == "str":
             if value is None:
-                value = default_spill_dir(environ) if key.name == "spillDir" else key.default
+                default = _DIRECTORY_DEFAULTS.get(key.name)
+                value = default(environ) if default is not None else key.default
             if not isinstance(value, str) or not value.strip() or "\0" in value:
                 raise ConfigError(f"dsh-search: {key.name} must be a non-empty string")
-            if key.name == "spillDir":
+            if key.name in _DIRECTORY_DEFAULTS:
                 value = os.path.abspath(os.path.expanduser(value))
             if key.name == "terminalSearch" and value not in TERMINAL_SEARCH_MODES:
                 raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
+            if key.name == "index" and value not in INDEX_MODES:
+                raise ConfigError(f"dsh-search: index must be one of {', '.join(INDEX_MODES)}")
         else:  # list
             if value is None:
                 value = ()

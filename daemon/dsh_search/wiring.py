@@ -21,10 +21,11 @@ from dsh_search.engine.core import Searcher, Workers, walk_threads
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
-from dsh_search.methods import lifecycle, logs, mcp, roots, scrollback, spill_read, tools
+from dsh_search.methods import index, lifecycle, logs, mcp, roots, scrollback, spill_read, tools
 from dsh_search.methods.context import Context
 from dsh_search.methods.dispatch import Dispatcher
 from dsh_search.methods.registry import MethodSpec, MethodTable
+from dsh_search.store.index.manager import IndexManager, grep_lister
 from dsh_search.store.scrollback import Terminals
 from dsh_search.store.spill import SpillStore
 from dsh_search.transport.framing import Framing
@@ -40,6 +41,7 @@ METHODS: tuple[MethodSpec[Context], ...] = (
     *tools.SPECS,
     spill_read.SPEC,
     *scrollback.SPECS,
+    index.SPEC,
 )
 
 
@@ -74,7 +76,12 @@ def assemble(
     handle_signals: bool = True,
 ) -> Daemon:
     allocator = allocator or memory.Allocator()
-    launcher = Launcher(rg.path, child_environment(os.environ, frozen=is_frozen()), rg_limits(config))
+    env = child_environment(os.environ, frozen=is_frozen())
+    launcher = Launcher(rg.path, env, rg_limits(config))
+    lister = grep_lister(rg.path, env, config.grace_ms / 1000, config.rg_memory_max_bytes)
+    index_manager = None
+    if config.index_mode != "off":
+        index_manager = IndexManager(mode=config.index_mode, index_dir=config.index_dir, list_grep_files=lister)
     spill = SpillStore(
         config.spill_dir,
         max_bytes=config.spill_max_bytes,
@@ -88,6 +95,7 @@ def assemble(
         deny_globs=DenyGlobs(config.deny_globs),
         workers=Workers.start(),
         walk_threads=walk_threads(),
+        files=index_manager,
     )
     terminals = Terminals(
         config.scrollback_lines,
@@ -105,6 +113,7 @@ def assemble(
         workdir=workdir,
         version=__version__,
         workdir_given=workdir_given,
+        index=index_manager,
     )
     dispatcher = Dispatcher(ctx)
     server = Server(
@@ -115,7 +124,7 @@ def assemble(
         framing=framing,
         stdin_fd=stdin_fd,
         stdout_fd=stdout_fd,
-        on_exit=launcher.groups.kill_all,
+        on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
     )
     ctx.control = server
@@ -125,11 +134,18 @@ def assemble(
 
 
 async def run(daemon: Daemon) -> int:
-    """Serve until the daemon exits; warnings also go to the client as notifications/message."""
+    """Serve until the daemon exits; warnings also go to the client as notifications/message. The
+    workspace index, when on, starts with the workspace the daemon knows (an MCP client's roots may
+    change it with the first search)."""
     handler = logs.install(daemon.ctx)
+    ctx = daemon.ctx
+    if ctx.index is not None and (ctx.workdir_given or ctx.workdir != "/"):
+        ctx.index.set_home(ctx.workdir)
     try:
         return await daemon.server.serve()
     finally:
+        if ctx.index is not None:
+            ctx.index.close()
         logs.uninstall(handler)
 
 
@@ -148,6 +164,15 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, wor
     # Retention also runs at start, off the main thread so the first request is not delayed.
     threading.Thread(target=_retain, args=(daemon.ctx.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(run(daemon))
+
+
+def _stop_all(index_manager: IndexManager | None, *launchers: Launcher) -> None:
+    """The way out: the index stops (its background work would start ripgrep again), then every ripgrep
+    still running is killed."""
+    if index_manager is not None:
+        index_manager.close()
+    for launcher in launchers:
+        launcher.groups.kill_all()
 
 
 def _retain(store: SpillStore) -> None:

@@ -33,7 +33,8 @@ def test_every_documented_exchange_is_what_the_daemon_answers(exe: Path, tmp_pat
         path.write_text(content)
         os.utime(path, (mtime, mtime))
     names = {"<tree>": str(tree), "<spill-dir>": str(spill)}
-    daemon = Daemon(substitute(list(reference.EXAMPLE_ARGS), names), exe=exe)
+    # As documented: the default index mode, whatever mode the suite runs the other daemons in.
+    daemon = Daemon(substitute(list(reference.EXAMPLE_ARGS), names), exe=exe, index=False)
     locator = ""  # of the latest spilled result, for the requests that read it
     try:
         for example, id_ in zip(reference.EXAMPLES, reference.example_ids(), strict=True):

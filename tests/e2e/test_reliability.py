@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.daemon import Daemon, MakeDaemon, error_of, frame, text_of
+from tests.support.daemon import Daemon, MakeDaemon, error_of, frame, settle_index, text_of
 from tests.support.processes import processes_named, settled_rss, wait_until
 from tests.support.reliability_report import record
 from tests.support.trees import SLOW_PATTERN
@@ -97,6 +97,7 @@ def test_batch_with_its_own_cancellation_gets_its_array(start: MakeDaemon, frami
 def test_cancelling_at_every_early_instant_leaks_nothing(start: MakeDaemon, tree: Path, framing: str) -> None:
     d = start("--workdir", str(tree), framing=framing)
     d.result("ping")
+    settle_index(d)
     fds_before = sorted(d.open_fds())
     rnd = random.Random(9)
     ids = []
@@ -267,6 +268,7 @@ def test_every_rg_child_runs_under_the_memory_bound(start: MakeDaemon, exe: Path
 def test_scrollback_budget_evicts_and_closing_returns_memory(start: MakeDaemon) -> None:
     d = start("--scrollback-total-max-bytes", str(48 << 20), "--scrollback-max-bytes", str(2 << 20))
     d.result("ping")
+    settle_index(d)
     baseline = settled_rss(d.rss_kib)  # past the first deferred trim
     chunk = ("x" * 1023 + "\n") * 2048  # 2 MiB of output per append
     for i in range(60):  # 120 MiB appended in all, 2 MiB retained each: the budget holds ~24 sessions

@@ -24,6 +24,34 @@ from tests.support.locations import EXE
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
 
+# The end-to-end suite's second pass (scripts/test): every daemon it starts runs with the workspace index
+# on, its indexes in one scratch directory for the whole run.
+INDEX = os.environ.get("DSH_E2E_INDEX", "")
+_INDEX_DIR: list[str] = []
+
+
+def index_args(args: Sequence[str]) -> list[str]:
+    """`--index <mode> --index-dir DIR` when the suite runs with the index, unless the args say otherwise."""
+    if not INDEX or "--index" in args or any(a in args for a in ("--check", "--version", "--help")):
+        return []
+    if not _INDEX_DIR:
+        import tempfile
+
+        _INDEX_DIR.append(tempfile.mkdtemp(prefix="dsh-e2e-index-"))
+    return ["--index", INDEX, "--index-dir", _INDEX_DIR[0]]
+
+
+def settle_index(d: Conversation, timeout: float = 120) -> None:
+    """When the suite runs with the index, wait until the daemon's first build is over (a test that takes
+    a baseline of descriptors or memory takes it after, not during, the build)."""
+    if not INDEX:
+        return
+    deadline = time.monotonic() + timeout
+    while d.result("index/status")["state"] == "building":
+        assert time.monotonic() < deadline, "the index build did not end"
+        time.sleep(0.05)
+
+
 def frame(body: bytes, framing: str) -> bytes:
     if framing == "lsp":
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -175,11 +203,12 @@ class Daemon(Conversation):
         cwd: Path | str | None = None,
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
+        index: bool = True,
         **popen: Any,
     ) -> None:
         argv = list(command) if command is not None else [str(exe)]
         self.proc = subprocess.Popen(
-            [*argv, *args],
+            [*argv, *args, *(index_args(args) if index else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

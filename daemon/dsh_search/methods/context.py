@@ -17,6 +17,7 @@ from dsh_search.engine.core import Searcher
 from dsh_search.engine.sidecar import Ripgrep
 from dsh_search.methods.registry import MethodTable
 from dsh_search.methods.session import Session
+from dsh_search.store.index.manager import IndexManager
 from dsh_search.store.scrollback import Terminals
 from dsh_search.store.spill import SpillStore
 
@@ -49,6 +50,7 @@ class Context:
     version: str
     workdir_given: bool = True  # --workdir was passed: the client's roots are neither asked for nor used
     stderr_level: int | None = None  # the level of stderr logging (--log-level), once the daemon logs
+    index: IndexManager | None = None  # the workspace index (None: the index is off)
     control: Control | None = None
     peer: Peer | None = None
     session: Session = field(default_factory=Session)

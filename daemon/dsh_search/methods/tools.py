@@ -16,7 +16,7 @@ from typing import Any
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
-from dsh_search.engine.core import Tally
+from dsh_search.engine.core import Scope, Tally
 from dsh_search.engine.glob import GlobArgs, glob
 from dsh_search.engine.grep import GrepArgs, grep
 from dsh_search.engine.terminal import TerminalArgs, terminal_search
@@ -117,9 +117,17 @@ def _file_tool(
 # --- glob ------------------------------------------------------------------------------------------------
 
 
+def _scope(ctx: Context) -> Scope:
+    """Where a search may run now; the workspace index follows the workspace it names."""
+    where = scope(ctx)
+    if ctx.index is not None:
+        ctx.index.set_home(None if where.home_is_fallback else where.home)
+    return where
+
+
 async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
     args = GlobArgs(params["pattern"], params.get("path"), params.get("cwd"), params.get("sessionId", DEFAULT_SESSION))
-    return (await glob(ctx.searcher, args, scope(ctx), tally)).as_json()
+    return (await glob(ctx.searcher, args, _scope(ctx), tally)).as_json()
 
 
 GLOB = _file_tool(
@@ -145,7 +153,7 @@ async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) ->
         params.get("cwd"),
         params.get("sessionId", DEFAULT_SESSION),
     )
-    return (await grep(ctx.searcher, args, scope(ctx), tally)).as_json()
+    return (await grep(ctx.searcher, args, _scope(ctx), tally)).as_json()
 
 
 GREP = _file_tool(

@@ -210,10 +210,8 @@ function checkedOptions(options) {
   if (o.sampleOverCapGlobResults !== null && typeof o.sampleOverCapGlobResults !== 'boolean') {
     throw optionError('sampleOverCapGlobResults', 'true, false or null', o.sampleOverCapGlobResults);
   }
-  for (const name of ['executable']) {
-    if (o[name] !== undefined && o[name] !== null && typeof o[name] !== 'string') {
-      throw optionError(name, 'a string', o[name]);
-    }
+  if (o.executable !== undefined && o.executable !== null && typeof o.executable !== 'string') {
+    throw optionError('executable', 'a string', o.executable);
   }
   for (const name of ['workdir', 'spillDir']) {
     if (o[name] !== undefined && typeof o[name] !== 'string') throw optionError(name, 'a string', o[name]);

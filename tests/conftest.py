@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the built artifacts and generated corpora that keep ripgrep busy."""
+"""Shared fixtures: paths to the built artifacts, the SDK wheel built from them, and generated corpora that
+keep ripgrep busy."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.locations import DIST, EXE, ROOT
+from tests.support.packaging import Venv, build_wheel, install_wheel
 from tests.support.trees import write_slow_corpus
 
 
@@ -31,3 +33,24 @@ def rg_path() -> str:
 @pytest.fixture(scope="session")
 def slow_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_slow_corpus(tmp_path_factory.mktemp("slow"))
+
+
+@pytest.fixture(scope="session")
+def dist_dir() -> Path:
+    """The directory of the built executable: DSH_SEARCH_EXE's, else dist/."""
+    dist = EXE.parent
+    for name in ("dsh-search", "dsh-search-rg"):
+        assert (dist / name).is_file(), f"{dist / name} is missing: run scripts/build (scripts/test does)"
+    return dist
+
+
+@pytest.fixture(scope="session")
+def sdk_wheel(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SDK wheel, built from the executable (as scripts/release-wheel does)."""
+    return build_wheel(dist_dir, tmp_path_factory.mktemp("sdk-wheel"))
+
+
+@pytest.fixture(scope="session")
+def installed(sdk_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh venv with the SDK wheel installed (pip install --no-index)."""
+    return install_wheel(sdk_wheel, tmp_path_factory.mktemp("sdk-venv") / "venv")

@@ -31,6 +31,28 @@ const (
 	KindSearchAborted           = "SEARCH_ABORTED"
 )
 
+// errorKinds is the daemon's own table of failure kinds and their JSON-RPC codes
+// (daemon/dsh_search/methods/errors.py), as its rpc.discover publishes it; the tests check it against a
+// running daemon.
+var errorKinds = map[string]int{
+	KindInvalidArgs:             -32602,
+	KindSearchInvalidPattern:    1001,
+	KindSearchFailed:            1002,
+	KindSearchRawOutputOverflow: 1003,
+	KindSearchAborted:           1004,
+}
+
+// ErrorKinds returns (a copy of) the failure kinds of tool methods and their JSON-RPC codes:
+// INVALID_ARGS -32602, SEARCH_INVALID_PATTERN 1001, SEARCH_FAILED 1002, SEARCH_RAW_OUTPUT_OVERFLOW 1003,
+// SEARCH_ABORTED 1004 (-32800 instead for a request cancelled with $/cancelRequest).
+func ErrorKinds() map[string]int {
+	kinds := make(map[string]int, len(errorKinds))
+	for kind, code := range errorKinds {
+		kinds[kind] = code
+	}
+	return kinds
+}
+
 // Names for envelope errors, which carry no data.code.
 var envelopeKinds = map[int]string{
 	-32700:           "PARSE_ERROR",
@@ -123,6 +145,22 @@ func (e *CancelledError) Error() string {
 
 func (e *CancelledError) Unwrap() error { return e.Cause }
 
+// CancelReply is the daemon's answer to a cancelled call (Code -32800, Kind() SEARCH_ABORTED, Text() for the
+// model), found in what the call returned: a *CancelledError's Reply (the call's context ended), an *Error
+// that is that answer (a call cancelled by Close with Options.CancelOnClose), or either wrapped. Nil if there
+// is none: not a cancellation, or the daemon did not answer within Options.CancelWait.
+func CancelReply(err error) *Error {
+	var cancelled *CancelledError
+	if errors.As(err, &cancelled) {
+		return cancelled.Reply
+	}
+	var rpcErr *Error
+	if errors.As(err, &rpcErr) && rpcErr.Code == RequestCancelled {
+		return rpcErr
+	}
+	return nil
+}
+
 // StartupError is returned by Start when the daemon exits before answering initialize. Exit status 3: the
 // ripgrep sidecar is missing or broken (a broken installation: reinstall, do not retry); 2: invalid
 // configuration. Stderr holds the daemon's last stderr lines when Options.Stderr is not an *os.File.
@@ -189,8 +227,12 @@ type Options struct {
 	CancelWait time.Duration
 	// ShutdownWait bounds Close's shutdown request, which waits for running searches (default 10 s);
 	// ExitWait the wait for the exit after stdin is closed (default 5 s); TermWait the wait after SIGTERM
-	// (default 6 s: the daemon needs graceMs + 1 s). SIGKILL comes only after all of them.
+	// (default 6 s: the daemon needs graceMs + 1 s). SIGKILL comes only after all of them. Zero means the
+	// default; a negative wait is an error.
 	ShutdownWait, ExitWait, TermWait time.Duration
+	// CancelOnClose makes Close cancel the calls still running ($/cancelRequest each; they return the
+	// daemon's -32800 answer) instead of letting shutdown wait for them.
+	CancelOnClose bool
 }
 
 // Bool returns a pointer to b, for Options.SampleOverCapGlobResults.
@@ -216,6 +258,8 @@ type Client struct {
 	mu        sync.Mutex
 	pending   map[int64]chan *incoming
 	abandoned map[int64]bool // cancelled calls whose late answers are dropped quietly
+	progress  map[string]func(Progress)
+	tokens    atomic.Int64
 
 	stderrMu   sync.Mutex
 	stderrTail []string
@@ -252,6 +296,14 @@ func FindExecutable(explicit string) (string, error) {
 // Start runs the daemon with NDJSON framing and, unless Options.SkipInitialize, initializes the session
 // (ctx bounds that). If the daemon exits before answering, the error is a *StartupError.
 func Start(ctx context.Context, opts Options) (*Client, error) {
+	for _, wait := range []struct {
+		name string
+		d    time.Duration
+	}{{"CancelWait", opts.CancelWait}, {"ShutdownWait", opts.ShutdownWait}, {"ExitWait", opts.ExitWait}, {"TermWait", opts.TermWait}} {
+		if wait.d < 0 {
+			return nil, fmt.Errorf("dsh-search: Options.%s must not be negative (zero means the default), not %v", wait.name, wait.d)
+		}
+	}
 	if opts.CancelWait <= 0 {
 		opts.CancelWait = 5 * time.Second
 	}
@@ -286,6 +338,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		opts:       opts,
 		pending:    map[int64]chan *incoming{},
 		abandoned:  map[int64]bool{},
+		progress:   map[string]func(Progress){},
 		readDone:   make(chan struct{}),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
@@ -536,9 +589,56 @@ func (c *Client) handleIncoming(msg *incoming) {
 		}
 		return
 	}
+	if msg.Method == "notifications/progress" {
+		c.reportProgress(msg.Params)
+	}
 	if c.opts.OnNotification != nil {
 		c.opts.OnNotification(msg.Method, msg.Params)
 	}
+}
+
+func (c *Client) reportProgress(params json.RawMessage) {
+	var report struct {
+		Token any `json:"progressToken"`
+		Progress
+	}
+	if json.Unmarshal(params, &report) != nil {
+		return
+	}
+	token, _ := report.Token.(string)
+	c.mu.Lock()
+	onProgress := c.progress[token]
+	c.mu.Unlock()
+	if onProgress != nil {
+		onProgress(report.Progress)
+	}
+}
+
+// search is a typed search; with onProgress, the call asks for progress (_meta.progressToken) and the
+// daemon's reports for it go to onProgress until the call returns.
+func (c *Client) search(ctx context.Context, method string, params any, onProgress func(Progress), out any) error {
+	if onProgress == nil {
+		return c.Call(ctx, method, params, out)
+	}
+	body, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return err
+	}
+	token := "dshsearch-" + strconv.FormatInt(c.tokens.Add(1), 10)
+	fields["_meta"], _ = json.Marshal(map[string]string{"progressToken": token})
+	c.mu.Lock()
+	c.progress[token] = onProgress
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.progress, token)
+		c.mu.Unlock()
+	}()
+	return c.Call(ctx, method, fields, out)
 }
 
 func (c *Client) write(msg any) error {
@@ -673,7 +773,8 @@ func (c *Client) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the daemon and waits for it, in the order that leaks nothing, and returns its exit status:
-//  1. unless done already, `shutdown` (bounded by ShutdownWait: it waits for running searches) and `exit`;
+//  1. unless done already, `shutdown` (bounded by ShutdownWait: it waits for running searches, unless
+//     Options.CancelOnClose cancels them first) and `exit`;
 //  2. close its stdin: it answers what is still running and exits 0;
 //  3. after ExitWait, SIGTERM: it aborts running searches, kills their ripgrep process groups and exits
 //     within graceMs + 1 s;
@@ -695,6 +796,9 @@ func (c *Client) close() error {
 	default:
 	}
 	if running && !c.closed.Load() {
+		if c.opts.CancelOnClose {
+			c.cancelRunning()
+		}
 		if !c.shutDown.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), c.opts.ShutdownWait)
 			_ = c.call(ctx, "shutdown", nil, nil, false)
@@ -728,6 +832,19 @@ func (c *Client) close() error {
 		<-c.readDone
 	}
 	return err
+}
+
+// cancelRunning sends $/cancelRequest for every call waiting for an answer.
+func (c *Client) cancelRunning() {
+	c.mu.Lock()
+	ids := make([]int64, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		_ = c.notify("$/cancelRequest", map[string]any{"id": id})
+	}
 }
 
 func (c *Client) waitExit(d time.Duration) bool {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,8 +214,88 @@ func TestTypedResults(t *testing.T) {
 	if !mcp.IsError || !strings.HasPrefix(mcp.Content[0].Text, "Error: ") {
 		t.Fatalf("tools/call: %+v", mcp)
 	}
-	must(t, c.Ping(ctx))
+	pong, err := c.Ping(ctx)
+	must(t, err)
+	if pong == nil || len(pong) != 0 { // what the daemon answers: {}
+		t.Fatalf("ping: %#v", pong)
+	}
+	if len(init.Guidance) == 0 || init.Guidance["grep"] == "" || init.Config["timeoutMs"] == nil {
+		t.Fatalf("initialize: %+v", init)
+	}
+	if _, ok := init.Config["workdir"]; ok {
+		t.Fatalf("the configuration has no workdir (as documented): %v", init.Config)
+	}
 	closeCleanly(t, c)
+}
+
+// The client's error table is the daemon's own: rpc.discover publishes each method's errors, and every
+// kind and code in it must be in ErrorKinds() and the other way round.
+func TestErrorKindsAreTheDaemons(t *testing.T) {
+	f := newFixture(t)
+	c := f.start(t, f.options())
+	ctx, cancel := ctx30()
+	defer cancel()
+	var doc struct {
+		Methods []struct {
+			Name   string `json:"name"`
+			Errors []struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"errors"`
+		} `json:"methods"`
+	}
+	must(t, c.Call(ctx, "rpc.discover", nil, &doc))
+	published := map[string]int{}
+	cancellable := 0
+	for _, method := range doc.Methods {
+		for _, e := range method.Errors {
+			if e.Code == RequestCancelled {
+				if e.Message != "Request cancelled" {
+					t.Fatalf("%s: %+v", method.Name, e)
+				}
+				cancellable++
+				continue
+			}
+			if code, seen := published[e.Message]; seen && code != e.Code {
+				t.Fatalf("%s has two codes: %d and %d", e.Message, code, e.Code)
+			}
+			published[e.Message] = e.Code
+		}
+	}
+	kinds := ErrorKinds()
+	if cancellable == 0 || len(published) == 0 || len(kinds) != len(published) {
+		t.Fatalf("rpc.discover publishes %v, the client has %v", published, kinds)
+	}
+	for kind, code := range published {
+		if kinds[kind] != code {
+			t.Fatalf("rpc.discover publishes %s = %d, the client has %v", kind, code, kinds)
+		}
+	}
+	kinds[KindSearchFailed] = 0 // a copy: the table itself cannot be changed
+	if ErrorKinds()[KindSearchFailed] != 1002 {
+		t.Fatal("ErrorKinds() is not a copy")
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	exe := executable(t)
+	for _, opts := range []Options{
+		{CancelWait: -time.Second},
+		{ShutdownWait: -1},
+		{ExitWait: -time.Millisecond},
+		{TermWait: -time.Hour},
+	} {
+		opts.Executable = exe
+		opts.SampleOverCapGlobResults = Bool(true)
+		c, err := Start(context.Background(), opts)
+		if err == nil {
+			_, _ = c.Close()
+			t.Fatalf("a negative wait was accepted: %+v", opts)
+		}
+		if !strings.Contains(err.Error(), "must not be negative") {
+			t.Fatalf("error: %v", err)
+		}
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -244,7 +325,8 @@ func TestErrors(t *testing.T) {
 	if missing.Text() != missing.Message || missing.Data != nil || string(missing.RawData) != `"no/such/method"` {
 		t.Fatalf("envelope error: %+v", missing)
 	}
-	must(t, c.Ping(ctx))
+	_, err = c.Ping(ctx)
+	must(t, err)
 }
 
 func expectCancelled(t *testing.T, err error, cause error) {
@@ -261,6 +343,106 @@ func expectCancelled(t *testing.T, err error, cause error) {
 		t.Fatalf("expected -32800 SEARCH_ABORTED, got %v", cancelled.Reply)
 	case cancelled.Reply.Text() != "Error: grep was aborted before completion (tool timeout or caller cancellation)":
 		t.Fatalf("text: %q", cancelled.Reply.Text())
+	}
+}
+
+// CancelReply finds the daemon's answer to a cancellation in what a call returned, wrapped or not.
+func TestCancelReply(t *testing.T) {
+	f := newFixture(t)
+	corpus := slowCorpus(t)
+	c := f.start(t, f.options())
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Grep(ctx, GrepParams{Pattern: slowPattern, Cwd: corpus})
+	reply := CancelReply(err)
+	if reply == nil || reply.Code != RequestCancelled || reply.Kind() != KindSearchAborted ||
+		reply.Text() != "Error: grep was aborted before completion (tool timeout or caller cancellation)" {
+		t.Fatalf("CancelReply(%v) = %v", err, reply)
+	}
+	if wrapped := CancelReply(fmt.Errorf("the host gave up: %w", err)); wrapped != reply {
+		t.Fatalf("wrapped: %v", wrapped)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v does not unwrap to the context's error", err)
+	}
+	if CancelReply(&Error{Code: RequestCancelled}) == nil || CancelReply(&Error{Code: 1002}) != nil ||
+		CancelReply(errors.New("unrelated")) != nil || CancelReply(nil) != nil {
+		t.Fatal("CancelReply of other errors")
+	}
+}
+
+// OnProgress of a typed call gets the daemon's reports while it runs; here the first one ends the call.
+func TestOnProgress(t *testing.T) {
+	f := newFixture(t)
+	corpus := slowCorpus(t)
+	c := f.start(t, f.options())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var reports []Progress
+	onProgress := func(p Progress) {
+		mu.Lock()
+		reports = append(reports, p)
+		mu.Unlock()
+		cancel() // the first report is enough
+	}
+	_, err := c.Grep(ctx, GrepParams{Pattern: slowPattern, Cwd: corpus, OnProgress: onProgress})
+	expectCancelled(t, err, context.Canceled)
+	mu.Lock()
+	got := append([]Progress(nil), reports...)
+	mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("no progress report")
+	}
+	if got[0].Progress <= 0 || !progressMessage.MatchString(got[0].Message) {
+		t.Fatalf("report: %+v", got[0])
+	}
+	quick, cancelQuick := ctx30()
+	defer cancelQuick()
+	globbed, err := c.Glob(quick, GlobParams{Pattern: "**/*.md", OnProgress: onProgress})
+	must(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	if globbed.Meta.Total != 2 || len(reports) != len(got) { // fast: no report
+		t.Fatalf("glob: %+v, %d reports", globbed.Meta, len(reports))
+	}
+}
+
+var progressMessage = regexp.MustCompile(`^grep: (\d+ matches in \d+ files so far|waiting for a free search slot)$`)
+
+// Options.CancelOnClose: Close cancels the calls still running instead of letting shutdown wait for them.
+func TestCancelOnClose(t *testing.T) {
+	f := newFixture(t)
+	corpus := slowCorpus(t)
+	running := make(chan struct{})
+	var once sync.Once
+	opts := f.options()
+	opts.ShutdownWait = 120 * time.Second
+	opts.CancelOnClose = true
+	opts.OnNotification = func(method string, params json.RawMessage) {
+		if method == "notifications/progress" {
+			once.Do(func() { close(running) })
+		}
+	}
+	c := f.start(t, opts)
+	done := make(chan error, 1)
+	go func() {
+		params := map[string]any{"pattern": slowPattern, "cwd": corpus, "_meta": map[string]any{"progressToken": "close"}}
+		done <- c.Call(context.Background(), "grep", params, nil)
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the search ended before Close: %v", err)
+	}
+	closeCleanly(t, c)
+	err := <-done
+	var rpcErr *Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != RequestCancelled || rpcErr.Kind() != KindSearchAborted {
+		t.Fatalf("expected the daemon's -32800 answer, got %v", err)
+	}
+	if CancelReply(err) != rpcErr {
+		t.Fatalf("CancelReply: %v", CancelReply(err))
 	}
 }
 
@@ -392,13 +574,14 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	pid := c.Pid()
 	ctx, cancel := ctx30()
 	defer cancel()
-	must(t, c.Ping(ctx))
+	_, err := c.Ping(ctx)
+	must(t, err)
 	closeCleanly(t, c)
 	closeCleanly(t, c) // idempotent
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("daemon %d still there: %v", pid, err)
 	}
-	if err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("ping after Close: %v", err)
 	}
 	entries, err := os.ReadDir(f.tmp)
@@ -530,6 +713,18 @@ func fakeDaemon(mode string) {
 		}
 		send(map[string]any{"jsonrpc": "2.0", "method": "$/progress", "params": map[string]any{"token": 1}})
 		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		var params struct {
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(msg.Params, &params) == nil && params.Meta.ProgressToken != nil {
+			// One report for someone else, one for this call.
+			for _, report := range [][2]any{{"someone-else", "not yours"}, {params.Meta.ProgressToken, msg.Method}} {
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": report[0], "progress": 1, "message": report[1]}})
+			}
+		}
 		var result any = map[string]any{}
 		switch msg.Method {
 		case "initialize":
@@ -562,7 +757,8 @@ func TestNotificationsAndServerRequests(t *testing.T) {
 	c, err := Start(ctx, opts)
 	must(t, err)
 	defer c.Close()
-	must(t, c.Ping(ctx))
+	_, err = c.Ping(ctx)
+	must(t, err)
 	var answer struct {
 		ID    string `json:"id"`
 		Error *Error `json:"error"`
@@ -579,6 +775,29 @@ func TestNotificationsAndServerRequests(t *testing.T) {
 			t.Fatalf("notification %s not seen in %q", want, joined)
 		}
 	}
+
+	// OnProgress of a typed call sees the reports for its own token only; OnNotification sees them all.
+	for method, call := range map[string]func(func(Progress)) error{
+		"glob": func(on func(Progress)) error {
+			_, err := c.Glob(ctx, GlobParams{Pattern: "*", OnProgress: on})
+			return err
+		},
+		"terminal_search": func(on func(Progress)) error {
+			_, err := c.TerminalSearch(ctx, TerminalSearchParams{SessionID: "t", Pattern: "x", OnProgress: on})
+			return err
+		},
+	} {
+		var reports []Progress
+		must(t, call(func(p Progress) { reports = append(reports, p) }))
+		if len(reports) != 1 || reports[0] != (Progress{Progress: 1, Message: method}) {
+			t.Fatalf("%s: reports %+v", method, reports)
+		}
+	}
+	mu.Lock()
+	if n := strings.Count(strings.Join(seen, " "), "notifications/progress"); n < 4 {
+		t.Fatalf("OnNotification saw %d progress reports: %v", n, seen)
+	}
+	mu.Unlock()
 
 	// A cancellation the daemon never answers: CancelWait bounds the wait.
 	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -9,19 +9,33 @@ import (
 
 // InitializeResult is the daemon's answer to initialize.
 type InitializeResult struct {
+	// ProtocolVersion is the MCP revision the session speaks.
 	ProtocolVersion string `json:"protocolVersion"`
 	ServerInfo      struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"serverInfo"`
+	// Ripgrep is the daemon's ripgrep sidecar (dsh-search-rg) and its version.
 	Ripgrep struct {
 		Path    string `json:"path"`
 		Version string `json:"version"`
 	} `json:"ripgrep"`
-	// Instructions is guidance for a system prompt.
-	Instructions string `json:"instructions"`
-	// Config is the daemon's effective configuration (timeoutMs, grepMaxMatches, spillDir, …).
+	// Instructions is guidance on the tools for a system prompt; Guidance the same, tool by tool.
+	Instructions string            `json:"instructions"`
+	Guidance     map[string]string `json:"guidance"`
+	// Config is the daemon's effective configuration: every configuration key (timeoutMs, grepMaxMatches,
+	// spillDir, …) as the daemon resolved it. --workdir is not a configuration key and is not in it.
 	Config map[string]any `json:"config"`
+}
+
+// Progress is a progress report of a running search (MCP's notifications/progress), for the OnProgress of
+// GlobParams, GrepParams and TerminalSearchParams: the first half a second after the call started (a faster
+// call gets none), then at most two a second, never after the answer.
+type Progress struct {
+	// Progress is the seconds since the call started (grows with every report).
+	Progress float64 `json:"progress"`
+	// Message is what ripgrep found so far, e.g. "grep: 31 matches in 7 files so far".
+	Message string `json:"message"`
 }
 
 // Tool is a model-facing tool from tools/list.
@@ -99,6 +113,9 @@ type GlobParams struct {
 	Path      string `json:"path,omitempty"`
 	Cwd       string `json:"cwd,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// OnProgress, if set, is called with the daemon's progress reports while the call runs, from the
+	// client's reader goroutine: return quickly.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // GrepParams are grep's parameters; Include is a ripgrep --glob filter such as "*.go".
@@ -108,6 +125,8 @@ type GrepParams struct {
 	Include   string `json:"include,omitempty"`
 	Cwd       string `json:"cwd,omitempty"`
 	SessionID string `json:"sessionId,omitempty"`
+	// OnProgress: as in GlobParams.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // TerminalSearchParams: a literal substring unless Regex; Offset/Limit page over the matches (default
@@ -118,6 +137,8 @@ type TerminalSearchParams struct {
 	Regex     bool   `json:"regex,omitempty"`
 	Offset    int    `json:"offset,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
+	// OnProgress: as in GlobParams.
+	OnProgress func(Progress) `json:"-"`
 }
 
 // TerminalMatch: Offset is newest-relative (a ScrollbackRead with it ends at the match line).
@@ -173,8 +194,14 @@ type SpillPage struct {
 	NextOffset *int   `json:"nextOffset"`
 }
 
-// Ping checks that the daemon answers.
-func (c *Client) Ping(ctx context.Context) error { return c.Call(ctx, "ping", nil, nil) }
+// Ping checks that the daemon answers, and returns what it answers: an empty object.
+func (c *Client) Ping(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	if err := c.Call(ctx, "ping", nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // ToolsList returns the model-facing tools. The list may grow during a session
 // (notifications/tools/list_changed), e.g. terminal_search once a scrollback exists.
@@ -209,7 +236,7 @@ func (c *Client) CallTool(ctx context.Context, name string, arguments any, cwd, 
 // Glob lists files matching a glob pattern, oldest modification first (capped inline; see Spill).
 func (c *Client) Glob(ctx context.Context, p GlobParams) (*GlobResult, error) {
 	var out GlobResult
-	if err := c.Call(ctx, "glob", p, &out); err != nil {
+	if err := c.search(ctx, "glob", p, p.OnProgress, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -218,7 +245,7 @@ func (c *Client) Glob(ctx context.Context, p GlobParams) (*GlobResult, error) {
 // Grep finds lines matching a ripgrep regex, grouped by file (capped inline; see Spill).
 func (c *Client) Grep(ctx context.Context, p GrepParams) (*GrepResult, error) {
 	var out GrepResult
-	if err := c.Call(ctx, "grep", p, &out); err != nil {
+	if err := c.search(ctx, "grep", p, p.OnProgress, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -227,7 +254,7 @@ func (c *Client) Grep(ctx context.Context, p GrepParams) (*GrepResult, error) {
 // TerminalSearch searches a terminal's retained scrollback, newest match first.
 func (c *Client) TerminalSearch(ctx context.Context, p TerminalSearchParams) (*TerminalSearchResult, error) {
 	var out TerminalSearchResult
-	if err := c.Call(ctx, "terminal_search", p, &out); err != nil {
+	if err := c.search(ctx, "terminal_search", p, p.OnProgress, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -3,6 +3,18 @@
 /** JSON-RPC error code of a request cancelled with `$/cancelRequest`. */
 export declare const REQUEST_CANCELLED: -32800;
 
+/**
+ * The failure kinds of tool methods (`data.code`) and their JSON-RPC codes, as the daemon's `rpc.discover`
+ * publishes them (SEARCH_ABORTED is -32800 instead for a request cancelled with `$/cancelRequest`).
+ */
+export declare const ERROR_KINDS: Readonly<{
+  INVALID_ARGS: -32602;
+  SEARCH_INVALID_PATTERN: 1001;
+  SEARCH_FAILED: 1002;
+  SEARCH_RAW_OUTPUT_OVERFLOW: 1003;
+  SEARCH_ABORTED: 1004;
+}>;
+
 /** The failure kinds of tool methods (`data.code`), and names for envelope errors without data. */
 export type ErrorCode =
   | 'INVALID_ARGS'
@@ -47,6 +59,13 @@ export declare class AbortedError extends DshSearchError {
   /** The daemon's answer to the cancellation (rpcCode -32800), or null if none came within cancelWaitMs. */
   readonly reply: RequestError | null;
 }
+
+/**
+ * The daemon's answer to a cancelled call (rpcCode -32800, code SEARCH_ABORTED, `text` for the model), from
+ * what the call rejected with: an AbortedError's `reply`, a RequestError that is that answer, or either as the
+ * `cause` of a wrapping error. null if there is none.
+ */
+export declare function cancelReply(err: unknown): RequestError | null;
 
 /** The daemon's stdout ended (it exited) before the answer came, or the client was closed. */
 export declare class ClosedError extends DshSearchError {
@@ -93,6 +112,8 @@ export interface ClientOptions {
   exitWaitMs?: number;
   /** close(): how long to wait after SIGTERM, before SIGKILL (default 6000; the daemon needs graceMs + 1 s). */
   termWaitMs?: number;
+  /** close(): cancel the calls still running instead of letting `shutdown` wait for them (default false). */
+  cancelOnClose?: boolean;
 }
 
 export interface CallOptions {
@@ -100,7 +121,23 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface SearchOptions extends CallOptions {
+/** A progress report of a running search (MCP's notifications/progress). */
+export interface Progress {
+  /** Seconds since the call started (grows with every report). */
+  progress: number;
+  /** What ripgrep found so far, e.g. "grep: 31 matches in 7 files so far". */
+  message: string;
+}
+
+export interface ProgressOptions {
+  /**
+   * Called with the daemon's progress reports while the call runs: the first half a second after it started
+   * (a faster call gets none), then at most two a second, never after the answer.
+   */
+  onProgress?: (report: Progress) => void | Promise<void>;
+}
+
+export interface SearchOptions extends CallOptions, ProgressOptions {
   /** The directory to search (relative to `cwd`); default `cwd`. */
   path?: string;
   /** The calling session's working directory; default the daemon's `--workdir`. */
@@ -147,7 +184,7 @@ export interface SearchResult<Meta> {
 export type GlobResult = SearchResult<GlobMeta>;
 export type GrepResult = SearchResult<GrepMeta>;
 
-export interface TerminalSearchOptions extends CallOptions {
+export interface TerminalSearchOptions extends CallOptions, ProgressOptions {
   /** ripgrep regex syntax instead of a literal substring. */
   regex?: boolean;
   /** Skip this many matches (paging). */
@@ -191,9 +228,15 @@ export interface InitializeResult {
   protocolVersion: string;
   serverInfo: { name: string; version: string };
   capabilities: Record<string, unknown>;
+  /** The tools' guidance for a system prompt. */
   instructions: string;
+  /** The same, tool by tool. */
+  guidance?: Record<string, string>;
   ripgrep: { path: string; version: string };
-  /** The effective configuration (timeoutMs, grepMaxMatches, spillDir, …). */
+  /**
+   * The effective configuration: every configuration key (timeoutMs, grepMaxMatches, spillDir, …). The
+   * daemon's --workdir is not one of them.
+   */
   config: Record<string, unknown>;
   [key: string]: unknown;
 }
@@ -222,7 +265,7 @@ export declare class Client {
   static start(options: ClientOptions): Promise<Client>;
   constructor(options: ClientOptions);
 
-  /** The answer to initialize (null with `initialize: false`). */
+  /** The answer to initialize: versions, the effective `config`, `instructions` (null with `initialize: false`). */
   readonly initializeResult: InitializeResult | null;
   /** The daemon's process id (of the PyInstaller onefile launcher). */
   readonly pid: number | null;
@@ -240,7 +283,8 @@ export declare class Client {
   /** Any notification. */
   notify(method: string, params?: unknown): Promise<void>;
 
-  ping(options?: CallOptions): Promise<void>;
+  /** Resolves with the daemon's answer, `{}`. */
+  ping(options?: CallOptions): Promise<Record<string, unknown>>;
   toolsList(options?: CallOptions): Promise<Tool[]>;
   callTool(
     name: string,
@@ -258,7 +302,10 @@ export declare class Client {
   spillPages(spill: Spill | string, options?: CallOptions & { offset?: number; limit?: number }): AsyncGenerator<SpillPage, void, undefined>;
   /** `shutdown`: answered (null) once the searches already running have finished; close() does this too. */
   shutdown(): Promise<null>;
-  /** Graceful stop (shutdown, exit, close stdin, SIGTERM after a grace, SIGKILL last); idempotent. */
-  close(): Promise<ExitStatus | null>;
+  /**
+   * Graceful stop (shutdown, exit, close stdin, SIGTERM after a grace, SIGKILL last); idempotent. `shutdown`
+   * lets running calls finish unless `cancel` (default: the cancelOnClose option) cancels them first.
+   */
+  close(options?: { cancel?: boolean }): Promise<ExitStatus | null>;
   [Symbol.asyncDispose](): Promise<void>;
 }

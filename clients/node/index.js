@@ -18,6 +18,19 @@ import {
 /** JSON-RPC error code of a request cancelled with `$/cancelRequest` (LSP's RequestCancelled). */
 export const REQUEST_CANCELLED = -32800;
 
+/**
+ * The failure kinds of tool methods (`data.code`) and their JSON-RPC codes: the daemon's own table
+ * (daemon/dsh_search/methods/errors.py), as `rpc.discover` publishes it; the tests check it against a running
+ * daemon. SEARCH_ABORTED is answered -32800 instead when the request was cancelled with `$/cancelRequest`.
+ */
+export const ERROR_KINDS = Object.freeze({
+  INVALID_ARGS: -32602,
+  SEARCH_INVALID_PATTERN: 1001,
+  SEARCH_FAILED: 1002,
+  SEARCH_RAW_OUTPUT_OVERFLOW: 1003,
+  SEARCH_ABORTED: 1004,
+});
+
 // Names for errors that carry no data.code (envelope errors), so that RequestError.code is always a string.
 const ENVELOPE_CODES = new Map([
   [-32700, 'PARSE_ERROR'],
@@ -86,6 +99,20 @@ export class AbortedError extends DshSearchError {
   }
 }
 
+/**
+ * The daemon's answer to a cancelled call (a RequestError: rpcCode -32800, code SEARCH_ABORTED, `text` for
+ * the model), found in whatever the call rejected with: an AbortedError's `reply`, a RequestError that is
+ * itself that answer (a call cancelled by `close({ cancel: true })`), or either as the `cause` of an error
+ * that wraps it. null when there is none (not a cancellation, or the daemon did not answer in time).
+ */
+export function cancelReply(err) {
+  for (let seen = 0; err && seen < 16; seen++, err = err.cause) {
+    if (err instanceof AbortedError) return err.reply;
+    if (err instanceof RequestError && err.rpcCode === REQUEST_CANCELLED) return err;
+  }
+  return null;
+}
+
 /** The daemon's stdout ended (it exited) before the answer came, or the client was closed. */
 export class ClosedError extends DshSearchError {
   constructor(message, { exitCode = null, signal = null, stderr = '' } = {}) {
@@ -139,7 +166,91 @@ export function findExecutable(explicit, env = process.env) {
 
 // -- the client --------------------------------------------------------------------------------------------
 
-const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+// A wait that can be called off: `promise` resolves with null after `ms` unless `cancel()` came first. Every
+// wait of the client is called off once it is no longer needed, so that no timer keeps the host's process
+// alive after a call or a failed start.
+function timer(ms) {
+  let handle;
+  const promise = new Promise((done) => {
+    handle = setTimeout(() => done(null), ms);
+  });
+  return { promise, cancel: () => clearTimeout(handle) };
+}
+
+const DEFAULTS = Object.freeze({
+  cancelWaitMs: 5000,
+  shutdownWaitMs: 10_000,
+  exitWaitMs: 5000,
+  termWaitMs: 6000,
+  stderr: 'inherit',
+  initialize: true,
+  cancelOnClose: false,
+});
+
+const isObject = (value) => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function optionError(name, expected, value) {
+  let shown;
+  try {
+    shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  } catch {
+    shown = typeof value;
+  }
+  return new TypeError(`${name} must be ${expected}, not ${shown}`);
+}
+
+// The options with undefined meaning "not given" (JavaScript's convention), each checked for its type.
+function checkedOptions(options) {
+  if (!isObject(options)) throw optionError('the options', 'an object', options);
+  const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+  const o = { ...DEFAULTS, ...given };
+  if (!('sampleOverCapGlobResults' in given)) {
+    throw new TypeError('sampleOverCapGlobResults is required (true or false; null only if args or --config set it)');
+  }
+  if (o.sampleOverCapGlobResults !== null && typeof o.sampleOverCapGlobResults !== 'boolean') {
+    throw optionError('sampleOverCapGlobResults', 'true, false or null', o.sampleOverCapGlobResults);
+  }
+  if (o.executable !== undefined && o.executable !== null && typeof o.executable !== 'string') {
+    throw optionError('executable', 'a string', o.executable);
+  }
+  for (const name of ['workdir', 'spillDir']) {
+    if (o[name] !== undefined && typeof o[name] !== 'string') throw optionError(name, 'a string', o[name]);
+  }
+  if (o.args !== undefined && !(Array.isArray(o.args) && o.args.every((arg) => typeof arg === 'string'))) {
+    throw optionError('args', 'an array of strings', o.args);
+  }
+  if (o.env !== undefined && !isObject(o.env)) throw optionError('env', 'an object', o.env);
+  if (!['inherit', 'ignore', 'capture'].includes(o.stderr)) {
+    throw optionError('stderr', "'inherit', 'ignore' or 'capture'", o.stderr);
+  }
+  if (o.onNotification !== undefined && typeof o.onNotification !== 'function') {
+    throw optionError('onNotification', 'a function', o.onNotification);
+  }
+  for (const name of ['initialize', 'cancelOnClose']) {
+    if (typeof o[name] !== 'boolean') throw optionError(name, 'true or false', o[name]);
+  }
+  if (
+    o.clientInfo !== undefined &&
+    !(isObject(o.clientInfo) && typeof o.clientInfo.name === 'string' && typeof o.clientInfo.version === 'string')
+  ) {
+    throw optionError('clientInfo', 'an object {name, version} of strings', o.clientInfo);
+  }
+  for (const name of ['cancelWaitMs', 'shutdownWaitMs', 'exitWaitMs', 'termWaitMs']) {
+    if (typeof o[name] !== 'number' || !Number.isFinite(o[name]) || o[name] < 0) {
+      throw optionError(name, 'a number of milliseconds (0 or more)', o[name]);
+    }
+  }
+  return o;
+}
+
+function checkCallOptions(method, { signal, onProgress }) {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw optionError(`${method}: signal`, 'an AbortSignal', signal);
+  }
+  if (onProgress !== undefined && typeof onProgress !== 'function') {
+    throw optionError(`${method}: onProgress`, 'a function', onProgress);
+  }
+}
 
 function withoutUndefined(object) {
   return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
@@ -148,6 +259,15 @@ function withoutUndefined(object) {
 function chunk(sessionId, data) {
   if (typeof data === 'string') return { sessionId, data };
   return { sessionId, dataBase64: Buffer.from(data).toString('base64') };
+}
+
+// Call a host's callback; what it throws or rejects with must not break the connection.
+function callSafely(callback, ...args) {
+  try {
+    Promise.resolve(callback(...args)).catch(() => {});
+  } catch {
+    // ignored, as documented
+  }
 }
 
 function locatorOf(spill) {
@@ -176,23 +296,18 @@ export class Client {
   #closing = null; // the close() in progress
   #shutDown = false;
   #pending = 0;
+  #running = new Set(); // the CancellationTokenSources of the calls waiting for an answer
+  #progress = new Map(); // progressToken → the onProgress of the call that sent it
+  #progressTokens = 0;
+  /**
+   * The daemon's answer to `initialize`: `serverInfo`, `protocolVersion`, `ripgrep: {path, version}`,
+   * `instructions` and `guidance` (texts for a system prompt) and `config`, the effective configuration
+   * (timeoutMs, spillDir, …; the daemon's --workdir is not among its keys). null with `initialize: false`.
+   */
   initializeResult = null;
 
   constructor(options = {}) {
-    if (!('sampleOverCapGlobResults' in options)) {
-      throw new TypeError(
-        'sampleOverCapGlobResults is required (true or false; null only if args or --config set it)',
-      );
-    }
-    this.#options = {
-      cancelWaitMs: 5000,
-      shutdownWaitMs: 10_000,
-      exitWaitMs: 5000,
-      termWaitMs: 6000,
-      stderr: 'inherit',
-      initialize: true,
-      ...options,
-    };
+    this.#options = checkedOptions(options);
   }
 
   /** The daemon's process id (of the PyInstaller onefile launcher). */
@@ -224,14 +339,13 @@ export class Client {
     const o = this.#options;
     const executable = findExecutable(o.executable, o.env ?? process.env);
     const args = ['--framing', 'lsp'];
-    if (o.sampleOverCapGlobResults !== null && o.sampleOverCapGlobResults !== undefined) {
+    if (o.sampleOverCapGlobResults !== null) {
       args.push('--sample-over-cap-glob-results', o.sampleOverCapGlobResults ? 'true' : 'false');
     }
     if (o.workdir) args.push('--workdir', o.workdir);
     if (o.spillDir) args.push('--spill-dir', o.spillDir);
     args.push(...(o.args ?? []));
     const stderr = { inherit: 'inherit', ignore: 'ignore', capture: 'pipe' }[o.stderr];
-    if (!stderr) throw new TypeError(`stderr must be 'inherit', 'ignore' or 'capture', not ${o.stderr}`);
 
     // stdin/stdout carry the protocol. Node creates the pipes close-on-exec, so no other child holds a copy:
     // when this process dies the daemon sees EOF and a closed stdout, and exits.
@@ -289,7 +403,9 @@ export class Client {
         this.initializeResult = raw;
       } catch (err) {
         if (err instanceof ClosedError) {
-          const status = await Promise.race([this.#exited, sleep(o.exitWaitMs).then(() => null)]);
+          const wait = timer(o.exitWaitMs);
+          const status = await Promise.race([this.#exited, wait.promise]);
+          wait.cancel();
           await this.close();
           const code = status?.code ?? null;
           const hint = EXIT_HINTS.get(code);
@@ -315,13 +431,15 @@ export class Client {
   }
 
   #notify(method, params) {
-    const handler = this.#options.onNotification;
-    if (!handler) return;
-    try {
-      Promise.resolve(handler(method, params)).catch(() => {});
-    } catch {
-      // a failing handler must not break the connection
+    if (method === 'notifications/progress') {
+      const onProgress = this.#progress.get(params?.progressToken);
+      if (onProgress) {
+        const { progress, message } = params;
+        callSafely(onProgress, { progress, message });
+      }
     }
+    const handler = this.#options.onNotification;
+    if (handler) callSafely(handler, method, params);
   }
 
   /** Send a notification (no answer). */
@@ -337,14 +455,30 @@ export class Client {
    * when `signal` fires (after the daemon confirmed the cancellation, or cancelWaitMs), ClosedError when the
    * daemon goes away.
    */
-  request(method, params, { signal } = {}) {
+  async request(method, params, { signal } = {}) {
+    checkCallOptions(method, { signal });
     return this.#call(method, params, signal);
+  }
+
+  // A typed search with an optional onProgress: the params carry `_meta.progressToken`, and the daemon's
+  // notifications/progress for that token go to onProgress until the call is over.
+  async #search(method, params, { signal, onProgress }) {
+    checkCallOptions(method, { signal, onProgress });
+    if (!onProgress) return this.#call(method, params, signal);
+    const token = `dsh-search-client-${++this.#progressTokens}`;
+    this.#progress.set(token, onProgress);
+    try {
+      return await this.#call(method, { ...params, _meta: { progressToken: token } }, signal);
+    } finally {
+      this.#progress.delete(token);
+    }
   }
 
   async #call(method, params, signal) {
     if (this.#closed) throw new ClosedError('the client is closed', this.#details());
     if (signal?.aborted) throw new AbortedError(method, signal.reason, null);
     const source = new CancellationTokenSource();
+    this.#running.add(source);
     const sent =
       params === undefined
         ? this.#connection.sendRequest(method, source.token)
@@ -367,11 +501,9 @@ export class Client {
         // Aborted: vscode-jsonrpc sends `$/cancelRequest {id}`; the daemon stops the search (its ripgrep
         // process group) and answers -32800. Wait for that answer, within bounds.
         source.cancel();
-        const reply = await Promise.race([
-          outcome(sent),
-          outcome(this.#gone),
-          sleep(this.#options.cancelWaitMs).then(() => null),
-        ]);
+        const wait = timer(this.#options.cancelWaitMs);
+        const reply = await Promise.race([outcome(sent), outcome(this.#gone), wait.promise]);
+        wait.cancel();
         const error = reply?.error instanceof ResponseError ? new RequestError(method, reply.error) : null;
         throw new AbortedError(method, signal.reason, error);
       }
@@ -386,6 +518,7 @@ export class Client {
       return first.value;
     } finally {
       this.#pending--;
+      this.#running.delete(source);
       signal?.removeEventListener('abort', onAbort);
       source.dispose();
     }
@@ -393,8 +526,9 @@ export class Client {
 
   // -- methods ---------------------------------------------------------------------------------------------
 
-  async ping({ signal } = {}) {
-    await this.request('ping', undefined, { signal });
+  /** Resolves with what the daemon answers: `{}`. */
+  ping({ signal } = {}) {
+    return this.request('ping', undefined, { signal });
   }
 
   /** The model-facing tools; the list may grow during a session (notifications/tools/list_changed). */
@@ -411,18 +545,20 @@ export class Client {
   }
 
   /** Files matching a glob pattern, oldest modification first (capped inline; see `spill`). */
-  glob(pattern, { path, cwd, sessionId, signal } = {}) {
-    return this.request('glob', withoutUndefined({ pattern, path, cwd, sessionId }), { signal });
+  glob(pattern, { path, cwd, sessionId, signal, onProgress } = {}) {
+    return this.#search('glob', withoutUndefined({ pattern, path, cwd, sessionId }), { signal, onProgress });
   }
 
   /** Lines matching a ripgrep regex, grouped by file (capped inline; see `spill`). */
-  grep(pattern, { path, include, cwd, sessionId, signal } = {}) {
-    return this.request('grep', withoutUndefined({ pattern, path, include, cwd, sessionId }), { signal });
+  grep(pattern, { path, include, cwd, sessionId, signal, onProgress } = {}) {
+    const params = withoutUndefined({ pattern, path, include, cwd, sessionId });
+    return this.#search('grep', params, { signal, onProgress });
   }
 
   /** Search a terminal's retained scrollback, newest match first. */
-  terminalSearch(sessionId, pattern, { regex, offset, limit, signal } = {}) {
-    return this.request('terminal_search', withoutUndefined({ sessionId, pattern, regex, offset, limit }), { signal });
+  terminalSearch(sessionId, pattern, { regex, offset, limit, signal, onProgress } = {}) {
+    const params = withoutUndefined({ sessionId, pattern, regex, offset, limit });
+    return this.#search('terminal_search', params, { signal, onProgress });
   }
 
   /** Append terminal output (a string, or raw PTY bytes) to a session's scrollback; creates the session. */
@@ -473,8 +609,16 @@ export class Client {
    * then SIGTERM (the daemon aborts its searches, kills their ripgrep process groups and exits within
    * graceMs + 1 s) and wait termWaitMs; SIGKILL only as the very last resort, because a SIGKILLed onefile
    * launcher leaves its _MEI* directory behind and orphans the daemon.
+   *
+   * By default `shutdown` lets the calls still running finish. With `cancel: true` (default: the
+   * `cancelOnClose` option) they are cancelled first ($/cancelRequest each) and reject with the daemon's
+   * -32800 answer, a RequestError with code SEARCH_ABORTED.
    */
-  close() {
+  async close({ cancel } = {}) {
+    if (cancel !== undefined && typeof cancel !== 'boolean') throw optionError('close: cancel', 'true or false', cancel);
+    if (cancel ?? this.#options.cancelOnClose) {
+      for (const source of this.#running) source.cancel();
+    }
     this.#closing ??= this.#close();
     return this.#closing;
   }

@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -293,7 +294,12 @@ func concurrent(ctx context.Context, c *dshsearch.Client, corpus string) error {
 	run("ping", func() (string, error) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return "{}", c.Ping(cctx)
+		answer, err := c.Ping(cctx)
+		if err != nil {
+			return "", err
+		}
+		body, err := json.Marshal(answer) // the daemon answers {}
+		return string(body), err
 	})
 	wg.Wait()
 

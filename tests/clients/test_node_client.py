@@ -18,7 +18,7 @@ CLIENT = Path(__file__).resolve().parents[2] / "clients" / "node"
 def test_node_client(exe: Path, slow_corpus: Path) -> None:
     node, npm = node_toolchain()
     npm_ci(npm, CLIENT)  # vscode-jsonrpc, and the pinned typescript + @types/node for the type check
-    for source in ("index.js", "test/client.test.js", "test/fake-daemon.js"):
+    for source in ("index.js", "test/client.test.js", "test/fake-daemon.js", "test/exit-check.js"):
         subprocess.run([node, "--check", source], cwd=CLIENT, check=True)
     typecheck = subprocess.run(
         [node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.json"],
@@ -30,4 +30,4 @@ def test_node_client(exe: Path, slow_corpus: Path) -> None:
     )
     assert typecheck.returncode == 0, typecheck.stdout + typecheck.stderr
     env = {**os.environ, "DSH_SEARCH_EXE": str(exe), "DSH_SLOW_CORPUS": str(slow_corpus)}
-    run_node_test_suite(node, CLIENT, "test/client.test.js", env, at_least=10)
+    run_node_test_suite(node, CLIENT, "test/client.test.js", env, at_least=16)

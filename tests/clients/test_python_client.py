@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 import os
+import re
 import shutil
 import stat
 import sys
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import dsh_search_bin
 from dsh_search_bin import (
     REQUEST_CANCELLED,
     Client,
@@ -144,8 +147,87 @@ def test_typed_results(make_client: MakeClient, tree: Path) -> None:
             assert {"glob", "grep"} <= set(tools)
             mcp = await client.call_tool("grep", {"pattern": "("})
             assert mcp["isError"] is True and mcp["content"][0]["text"].startswith("Error: ")
-            await client.ping()
+            assert await client.ping() == {}  # what the daemon answers
         assert client.returncode == 0
+
+    run(session())
+
+
+def test_initialize_result(make_client: MakeClient) -> None:
+    async def session() -> None:
+        async with make_client() as client:
+            info = client.initialize_result
+            assert info is not None
+            assert info.protocol_version == info.raw["protocolVersion"]
+            assert set(info.guidance) >= {"glob", "grep"} and info.guidance == info.raw["guidance"]
+            assert info.config == info.raw["config"] and "timeoutMs" in info.config
+            assert "workdir" not in info.config  # as documented: the configuration has no workdir
+
+    run(session())
+
+
+def test_the_error_table_is_the_daemons_own(make_client: MakeClient) -> None:
+    """dsh_search_bin.ERROR_KINDS against the running daemon's rpc.discover, kind for kind and code for code:
+    a kind the daemon adds cannot be missed."""
+
+    async def session() -> dict[str, Any]:
+        async with make_client() as client:
+            result: dict[str, Any] = await client.request("rpc.discover")
+            return result
+
+    document = run(session())
+    published: dict[str, int] = {}
+    cancellable = 0
+    for method in document["methods"]:
+        for error in method.get("errors", []):
+            if error["code"] == REQUEST_CANCELLED:
+                assert error["message"] == "Request cancelled"
+                cancellable += 1
+                continue
+            assert published.setdefault(error["message"], error["code"]) == error["code"], error
+    assert cancellable > 0
+    assert dict(dsh_search_bin.ERROR_KINDS) == published
+    with pytest.raises(TypeError):
+        dsh_search_bin.ERROR_KINDS["NEW_KIND"] = 1  # type: ignore[index]
+
+
+def test_options_are_type_checked(exe: Path) -> None:
+    wrong: list[tuple[dict[str, Any], str]] = [
+        ({"sample_over_cap_glob_results": "false"}, "sample_over_cap_glob_results"),
+        ({"sample_over_cap_glob_results": 0}, "sample_over_cap_glob_results"),
+        ({"workdir": 7}, "workdir"),
+        ({"spill_dir": ["/tmp"]}, "spill_dir"),
+        ({"args": "--timeout-ms 5"}, "args"),
+        ({"args": ["--timeout-ms", 5]}, "args"),
+        ({"env": {"PATH": 1}}, "env"),
+        ({"stderr": "pipe"}, "stderr"),
+        ({"on_notification": "print"}, "on_notification"),
+        ({"initialize": "yes"}, "initialize"),
+        ({"client_info": "me"}, "client_info"),
+        ({"cancel_wait": "5"}, "cancel_wait"),
+        ({"cancel_wait": True}, "cancel_wait"),
+        ({"shutdown_wait": -1}, "shutdown_wait"),
+        ({"exit_wait": math.nan}, "exit_wait"),
+        ({"term_wait": None}, "term_wait"),
+        ({"cancel_on_close": "true"}, "cancel_on_close"),
+    ]
+    for options, name in wrong:
+        kwargs: dict[str, Any] = {"sample_over_cap_glob_results": True, **options}
+        with pytest.raises((TypeError, ValueError), match=name):
+            Client(exe, **kwargs)
+    with pytest.raises(TypeError, match="executable"):
+        Client(42, sample_over_cap_glob_results=True)  # type: ignore[arg-type]
+
+
+def test_call_options_are_type_checked(make_client: MakeClient) -> None:
+    async def session() -> None:
+        async with make_client() as client:
+            with pytest.raises(TypeError, match="on_progress"):
+                await client.grep("x", on_progress="print")  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="cancel"):
+                await client.close(cancel="yes")  # type: ignore[arg-type]
+            assert client.pending == 0
+            assert await client.ping() == {}
 
     run(session())
 
@@ -236,10 +318,74 @@ def test_cancelling_the_task_cancels_the_search(make_client: MakeClient, slow_co
             assert isinstance(inner, asyncio.CancelledError)
             assert isinstance(inner.__cause__, RequestError) and inner.__cause__.rpc_code == REQUEST_CANCELLED
             assert client.pending == 0
+            # cancel_reply finds the daemon's answer there, and in the CancelledError of a plain cancel.
+            reply = dsh_search_bin.cancel_reply(timed_out.value)
+            assert reply is inner.__cause__
+            assert (reply.code, reply.text) == ("SEARCH_ABORTED", answer.text)
+            assert dsh_search_bin.cancel_reply(cancelled.value) is answer
+            with pytest.raises(TimeoutError) as waited:
+                await asyncio.wait_for(client.grep(SLOW_PATTERN, cwd=str(slow_corpus)), 0.5)
+            waited_reply = dsh_search_bin.cancel_reply(waited.value)
+            assert waited_reply is not None and waited_reply.rpc_code == REQUEST_CANCELLED
+            assert dsh_search_bin.cancel_reply(ValueError("unrelated")) is None
+            assert dsh_search_bin.cancel_reply(None) is None
             assert (await client.glob("**/*.md")).meta["total"] == 2  # the session goes on
         assert client.returncode == 0
 
     run(session())
+
+
+PROGRESS_MESSAGE = r"grep: (\d+ matches in \d+ files so far|waiting for a free search slot)"
+
+
+def test_on_progress_of_a_typed_call(make_client: MakeClient, slow_corpus: Path) -> None:
+    """The daemon's progress reports reach the call's on_progress; here the first one makes the host's
+    asyncio.timeout expire, and the daemon's answer to the cancellation is found with cancel_reply."""
+
+    async def session() -> None:
+        loop = asyncio.get_running_loop()
+        reports: list[Any] = []
+        async with make_client() as client:
+            with pytest.raises(TimeoutError) as timed_out:
+                async with asyncio.timeout(60) as deadline:
+
+                    def progressed(report: Any) -> None:
+                        reports.append(report)
+                        deadline.reschedule(loop.time())  # the first report is enough: time out now
+
+                    await client.grep(SLOW_PATTERN, cwd=str(slow_corpus), on_progress=progressed)
+            assert reports, "no progress report"
+            assert isinstance(reports[0], dsh_search_bin.Progress)
+            assert isinstance(reports[0].progress, float) and reports[0].progress > 0
+            assert re.fullmatch(PROGRESS_MESSAGE, reports[0].message), reports[0]
+            reply = dsh_search_bin.cancel_reply(timed_out.value)
+            assert reply is not None and (reply.rpc_code, reply.code) == (REQUEST_CANCELLED, "SEARCH_ABORTED")
+            count = len(reports)
+            assert (await client.glob("**/*.md", on_progress=progressed)).meta["total"] == 2  # fast: none
+            assert len(reports) == count
+            assert client.pending == 0
+
+    run(session())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process census via /proc")
+def test_close_can_cancel_the_running_calls(make_client: MakeClient, slow_corpus: Path) -> None:
+    """close(cancel=True), or cancel_on_close=True, cancels the calls still running ($/cancelRequest each)
+    rather than let `shutdown` wait for them: they end with the daemon's -32800 answer."""
+
+    async def session(how: str) -> None:
+        client = make_client(shutdown_wait=120, cancel_on_close=how == "option")
+        await client.start()
+        task = asyncio.create_task(client.grep(SLOW_PATTERN, cwd=str(slow_corpus)))
+        await _rg_under(client)
+        assert await (client.close() if how == "option" else client.close(cancel=True)) == 0
+        with pytest.raises(RequestError) as cancelled:
+            await task
+        assert (cancelled.value.rpc_code, cancelled.value.code) == (REQUEST_CANCELLED, "SEARCH_ABORTED"), how
+        assert dsh_search_bin.cancel_reply(cancelled.value) is cancelled.value
+
+    run(session("argument"))
+    run(session("option"))
 
 
 def test_cancel_wait_bounds_an_unanswered_cancellation(tmp_path: Path) -> None:
@@ -406,6 +552,11 @@ FAKE = """\
 # tools/list_changed notification, a request to the client) around its answers.
 import json, sys
 mode = {mode!r}
+SEARCH = {{"text": "", "meta": {{"shape": "paths", "paths": [], "truncated": False, "total": 0}}, "spill": None}}
+RESULTS = {{
+    "shutdown": None, "glob": SEARCH, "grep": SEARCH,
+    "terminal_search": {{"text": "", "matches": [], "matchCount": 0, "totalLines": 0, "truncated": False}},
+}}
 def send(msg):
     sys.stdout.write(json.dumps(msg) + "\\n"); sys.stdout.flush()
 for line in sys.stdin:
@@ -424,9 +575,14 @@ for line in sys.stdin:
     elif msg["method"] == "grep" and mode == "silent":
         continue  # never answered, not even when cancelled
     else:
+        token = (msg.get("params") or {{}}).get("_meta", {{}}).get("progressToken")
+        if token is not None:  # one report for someone else, one for this call
+            for to, text in (("someone-else", "not yours"), (token, msg["method"])):
+                send({{"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {{"progressToken": to, "progress": 1, "message": text}}}})
         send({{"jsonrpc": "2.0", "method": "$/progress", "params": {{"token": 1, "value": {{"kind": "report"}}}}}})
         send({{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}})
-        send({{"jsonrpc": "2.0", "id": msg["id"], "result": None if msg["method"] == "shutdown" else {{}}}})
+        send({{"jsonrpc": "2.0", "id": msg["id"], "result": RESULTS.get(msg["method"], {{}})}})
 """
 
 
@@ -462,6 +618,27 @@ def test_notifications_reach_the_callback_and_server_requests_are_refused(tmp_pa
 
     run(session(handler))
     assert "notifications/tools/list_changed" in async_seen
+
+    # on_progress of a typed call sees the reports for its own token only; on_notification sees them all.
+    async def progress() -> None:
+        seen.clear()
+        async with Client(
+            fake_daemon(tmp_path),
+            sample_over_cap_glob_results=True,
+            on_notification=lambda method, params: seen.append((method, params)),
+        ) as c:
+            for method, call in (
+                ("glob", lambda on_progress: c.glob("*", on_progress=on_progress)),
+                ("terminal_search", lambda on_progress: c.terminal_search("t", "x", on_progress=on_progress)),
+                ("grep", lambda on_progress: c.grep("x", on_progress=on_progress)),
+            ):
+                reports: list[Any] = []
+                await call(reports.append)
+                assert reports == [dsh_search_bin.Progress(progress=1.0, message=method)]
+
+    run(progress())
+    tokens = [params["progressToken"] for method, params in seen if method == "notifications/progress"]
+    assert tokens.count("someone-else") == 3 and len(set(tokens)) == 4, tokens
 
     # Without a callback, notifications are simply ignored.
     async def plain() -> None:

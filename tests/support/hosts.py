@@ -205,11 +205,21 @@ def lonely_copy(exe: Path, where: Path) -> Path:
 # -- toolchains ------------------------------------------------------------------------------------------
 
 
+def go_min_version(go_mod: Path = ROOT / "clients" / "go" / "go.mod") -> tuple[int, int]:
+    """The Go version the client needs: the `go` line of its go.mod."""
+    found = re.search(r"^go (\d+)\.(\d+)$", go_mod.read_text(), re.MULTILINE)
+    assert found, f"{go_mod} has no go line"
+    return int(found[1]), int(found[2])
+
+
+GO_NEEDED = "Go {}.{} or newer".format(*go_min_version())
+
+
 def _install_go() -> str:
     """Debian's golang-go (Go 1.19 on bookworm), installed when missing, as scripts/test promises."""
     apt = shutil.which("apt-get")
     if apt is None or os.geteuid() != 0:
-        pytest.fail("the Go tests need Go 1.19+ (`go` is not on PATH): apt-get install golang-go as root")
+        pytest.fail(f"the Go tests need {GO_NEEDED} (`go` is not on PATH): apt-get install golang-go as root")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for argv in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", "golang-go"]):
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, check=False)
@@ -224,13 +234,15 @@ def _install_go() -> str:
 
 
 def go_toolchain() -> tuple[str, dict[str, str]]:
-    """`go` (1.19+) and the environment to run it in: standard library only, nothing downloaded."""
+    """`go` (the version clients/go/go.mod names, or newer) and the environment to run it in: standard
+    library only, nothing downloaded."""
     with open(Path(tempfile.gettempdir()) / "dsh-search-go-install.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)  # one apt-get at a time, even across concurrent test runs
         go = shutil.which("go") or _install_go()
     version = subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
     found = re.search(r"go(\d+)\.(\d+)", version)
-    assert found and (int(found[1]), int(found[2])) >= (1, 19), version
+    if not found or (int(found[1]), int(found[2])) < go_min_version():
+        pytest.fail(f"the Go tests need {GO_NEEDED}; {go} is {version.strip()}")
     env = {
         **os.environ,
         "GOPROXY": "off",  # standard library only (the client comes by a local replace): nothing to download

@@ -1,6 +1,7 @@
 // dsh-search-client against the frozen executable: DSH_SEARCH_EXE names it (scripts/test sets it), and
 // DSH_SLOW_CORPUS may name a directory that keeps ripgrep busy (generated here otherwise).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -15,6 +16,8 @@ import {
   StartupError,
   findExecutable,
 } from '../index.js';
+// What is newer than the first release, looked up at run time so that each test fails on its own.
+import * as lib from '../index.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const EXE = process.env.DSH_SEARCH_EXE;
@@ -74,6 +77,48 @@ function start(options = {}) {
   });
 }
 
+// Run test/exit-check.js as a host of its own; resolves with what it printed and whether it was still
+// running 3 s after it printed "done" (then it is killed: a timer of the client kept it alive).
+function runHost(args) {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [join(HERE, 'exit-check.js'), ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, TMPDIR: daemonTmp() },
+    });
+    let out = '';
+    let lingered = false;
+    let bound = null;
+    const guard = setTimeout(() => child.kill('SIGTERM'), 120_000);
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (text) => {
+      out += text;
+      if (bound === null && out.includes('done ')) {
+        bound = setTimeout(() => {
+          lingered = true;
+          child.kill('SIGTERM');
+        }, 3000);
+      }
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(guard);
+      clearTimeout(bound);
+      done({ out: out.trim(), code, signal, lingered });
+    });
+  });
+}
+
+// Resolves on the first notifications/progress an onNotification callback sees.
+function firstProgress() {
+  let seen;
+  const promise = new Promise((done) => {
+    seen = done;
+  });
+  const onNotification = (method, params) => {
+    if (method === 'notifications/progress') seen(params);
+  };
+  return { promise, onNotification };
+}
+
 function gone(pid) {
   try {
     process.kill(pid, 0);
@@ -130,7 +175,79 @@ describe('dsh-search-client', { skip: SKIP }, () => {
       assert.ok(tools.includes('glob') && tools.includes('grep'));
       const mcp = await client.callTool('grep', { pattern: '(' });
       assert.equal(mcp.isError, true);
-      await client.ping();
+      assert.deepEqual(await client.ping(), {}); // what the daemon answers
+    } finally {
+      assert.deepEqual(await client.close(), { code: 0, signal: null });
+    }
+  });
+
+  test('the error table is the daemon\'s own (rpc.discover), kind for kind and code for code', async () => {
+    const client = await start();
+    try {
+      const doc = await client.request('rpc.discover');
+      const published = {};
+      let cancellable = 0;
+      for (const method of doc.methods) {
+        for (const error of method.errors ?? []) {
+          if (error.code === REQUEST_CANCELLED) {
+            assert.equal(error.message, 'Request cancelled');
+            cancellable++;
+            continue;
+          }
+          assert.equal(published[error.message] ?? error.code, error.code, error.message);
+          published[error.message] = error.code;
+        }
+      }
+      assert.ok(cancellable > 0);
+      assert.ok(Object.isFrozen(lib.ERROR_KINDS));
+      assert.deepEqual({ ...lib.ERROR_KINDS }, published);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('options are type-checked when the client is made, call options when the call is made', async () => {
+    const base = { executable: EXE, sampleOverCapGlobResults: true };
+    const wrong = [
+      [{ sampleOverCapGlobResults: 'false' }, /sampleOverCapGlobResults/],
+      [{ sampleOverCapGlobResults: 0 }, /sampleOverCapGlobResults/],
+      [{ sampleOverCapGlobResults: undefined }, /sampleOverCapGlobResults is required/],
+      [{ executable: 42 }, /executable/],
+      [{ workdir: 7 }, /workdir/],
+      [{ spillDir: {} }, /spillDir/],
+      [{ args: '--timeout-ms 5' }, /args/],
+      [{ args: ['--timeout-ms', 5] }, /args/],
+      [{ env: 'PATH=/bin' }, /env/],
+      [{ stderr: 'pipe' }, /stderr/],
+      [{ onNotification: 'console.log' }, /onNotification/],
+      [{ initialize: 'yes' }, /initialize/],
+      [{ clientInfo: 'me' }, /clientInfo/],
+      [{ cancelWaitMs: '5000' }, /cancelWaitMs/],
+      [{ shutdownWaitMs: -1 }, /shutdownWaitMs/],
+      [{ exitWaitMs: Number.NaN }, /exitWaitMs/],
+      [{ termWaitMs: null }, /termWaitMs/],
+      [{ cancelOnClose: 'true' }, /cancelOnClose/],
+    ];
+    for (const [options, message] of wrong) {
+      assert.throws(() => new Client({ ...base, ...options }), { name: 'TypeError', message }, JSON.stringify(options));
+      await assert.rejects(Client.start({ ...base, ...options }), { name: 'TypeError', message });
+    }
+    const client = await start();
+    try {
+      await assert.rejects(client.grep('x', { onProgress: 'yes' }), { name: 'TypeError', message: /onProgress/ });
+      await assert.rejects(client.glob('x', { signal: { aborted: false } }), { name: 'TypeError', message: /signal/ });
+      await assert.rejects(client.close({ cancel: 'yes' }), { name: 'TypeError', message: /cancel/ });
+      assert.equal(client.pending, 0);
+      assert.deepEqual(await client.ping(), {});
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('an option given as undefined means its default (stderr included)', async () => {
+    const client = await start({ stderr: undefined, cancelWaitMs: undefined, exitWaitMs: undefined, args: undefined });
+    try {
+      assert.deepEqual(await client.ping(), {});
     } finally {
       assert.deepEqual(await client.close(), { code: 0, signal: null });
     }
@@ -179,11 +296,82 @@ describe('dsh-search-client', { skip: SKIP }, () => {
         assert.equal(err.reply?.rpcCode, REQUEST_CANCELLED);
         return true;
       });
+      // cancelReply: the daemon's answer, from the AbortedError or from an error that wraps it.
+      const caught = await client.grep(SLOW_PATTERN, { cwd: corpus, signal: AbortSignal.timeout(300) }).catch((e) => e);
+      assert.ok(caught instanceof AbortedError);
+      assert.equal(lib.cancelReply(caught), caught.reply);
+      assert.equal(lib.cancelReply(caught).code, 'SEARCH_ABORTED');
+      assert.equal(lib.cancelReply(new Error('the host gave up', { cause: caught })), caught.reply);
+      assert.equal(lib.cancelReply(new Error('unrelated')), null);
+      assert.equal(lib.cancelReply(undefined), null);
       // Already aborted: nothing is sent.
       await assert.rejects(client.ping({ signal: AbortSignal.abort() }), { name: 'AbortError', reply: null });
       assert.equal((await client.glob('**/*.md')).meta.total, 2);
     } finally {
       assert.deepEqual(await client.close(), { code: 0, signal: null });
+    }
+  });
+
+  test('a cancelled call or a failed start leaves no timer behind: the host exits at once', async () => {
+    const aborted = await runHost(['abort', EXE, corpus, SLOW_PATTERN]);
+    assert.match(aborted.out, /^done AbortError -32800 exit=0 /);
+    assert.equal(aborted.lingered, false, `still running 3 s after: ${aborted.out}`);
+    assert.equal(aborted.code, 0);
+
+    const lonely = join(scratch, 'lonely-exit', 'dsh-search');
+    mkdirSync(dirname(lonely), { recursive: true });
+    copyFileSync(EXE, lonely);
+    const failed = await runHost(['startup', lonely]);
+    assert.match(failed.out, /^done StartupError 3 /);
+    assert.equal(failed.lingered, false, `still running 3 s after: ${failed.out}`);
+    assert.equal(failed.code, 0);
+  });
+
+  test('onProgress of a typed call gets the daemon\'s progress reports, only while it runs', async () => {
+    const client = await start();
+    try {
+      const reports = [];
+      const controller = new AbortController();
+      const signal = controller.signal;
+      const onProgress = (report) => {
+        reports.push(report);
+        controller.abort(); // the first report is enough
+      };
+      await assert.rejects(client.grep(SLOW_PATTERN, { cwd: corpus, signal, onProgress }), (err) => {
+        assert.ok(err instanceof AbortedError, err);
+        assert.equal(err.reply?.rpcCode, REQUEST_CANCELLED);
+        return true;
+      });
+      assert.ok(reports.length >= 1, 'no progress report');
+      assert.equal(typeof reports[0].progress, 'number');
+      assert.match(reports[0].message, /^grep: (\d+ matches in \d+ files so far|waiting for a free search slot)$/);
+      const count = reports.length;
+      assert.equal((await client.glob('**/*.md', { onProgress })).meta.total, 2); // fast: no report
+      assert.equal(reports.length, count);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('close({ cancel: true }) and cancelOnClose cancel the running calls instead of waiting for them', async () => {
+    for (const how of ['argument', 'option']) {
+      const progress = firstProgress();
+      const client = await start({
+        shutdownWaitMs: 120_000,
+        cancelOnClose: how === 'option' ? true : undefined,
+        onNotification: progress.onNotification,
+      });
+      const slow = client.request('grep', { pattern: SLOW_PATTERN, cwd: corpus, _meta: { progressToken: how } });
+      slow.catch(() => {});
+      await progress.promise; // the search runs
+      const status = await (how === 'option' ? client.close() : client.close({ cancel: true }));
+      assert.deepEqual(status, { code: 0, signal: null });
+      await assert.rejects(slow, (err) => {
+        assert.ok(err instanceof RequestError, err);
+        assert.equal(err.rpcCode, REQUEST_CANCELLED, how); // $/cancelRequest's answer
+        assert.equal(err.code, 'SEARCH_ABORTED');
+        return true;
+      });
     }
   });
 
@@ -285,6 +473,18 @@ describe('notifications and requests from the daemon', () => {
       assert.ok(methods.includes('notifications/tools/list_changed'));
       assert.ok(methods.includes('$/progress'));
       assert.deepEqual(await client.request('test/answered'), { code: -32601 });
+
+      // onProgress of a typed call sees the reports for its own token only; onNotification sees them all.
+      for (const [method, call] of [
+        ['glob', (onProgress) => client.glob('*', { onProgress })],
+        ['terminal_search', (onProgress) => client.terminalSearch('t', 'x', { onProgress })],
+      ]) {
+        const reports = [];
+        await call((report) => reports.push(report));
+        assert.deepEqual(reports, [{ progress: 1, message: method }]);
+      }
+      const tokens = seen.filter(([method]) => method === 'notifications/progress').map(([, p]) => p.progressToken);
+      assert.ok(tokens.includes('someone-else') && tokens.length >= 4, tokens);
 
       const started = Date.now();
       await assert.rejects(client.grep('x', { signal: AbortSignal.timeout(100) }), { name: 'AbortError', reply: null });

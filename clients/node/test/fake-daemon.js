@@ -1,11 +1,18 @@
 #!/usr/bin/env node
 // A stand-in daemon over LSP framing: it sends what a newer daemon may send (progress, log messages,
 // tools/list_changed, a request to the client) around its answers, so the client's handling can be tested.
+// A request whose params carry `_meta.progressToken` gets one progress report for another token, then one
+// for its own ({progress: 1, message: <method>}), before its answer.
 import { StreamMessageReader, StreamMessageWriter, createMessageConnection } from 'vscode-jsonrpc/node';
 
 const connection = createMessageConnection(new StreamMessageReader(process.stdin), new StreamMessageWriter(process.stdout));
 let answered = null;
-connection.onRequest((method) => {
+connection.onRequest((method, params) => {
+  const token = params?._meta?.progressToken;
+  if (token !== undefined) {
+    connection.sendNotification('notifications/progress', { progressToken: 'someone-else', progress: 1, message: 'not yours' });
+    connection.sendNotification('notifications/progress', { progressToken: token, progress: 1, message: method });
+  }
   connection.sendNotification('$/progress', { token: 'p1', value: { kind: 'report', message: method } });
   connection.sendNotification('notifications/tools/list_changed');
   if (method === 'initialize') {

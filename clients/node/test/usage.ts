@@ -4,9 +4,12 @@ import {
   Client,
   ClosedError,
   REQUEST_CANCELLED,
+  ERROR_KINDS,
   RequestError,
+  cancelReply,
   findExecutable,
   type GrepResult,
+  type Progress,
   type SpillPage,
 } from '../index.js';
 
@@ -16,11 +19,16 @@ export async function usage(): Promise<void> {
     sampleOverCapGlobResults: true,
     workdir: '/path/to/project',
     onNotification: (method: string, params: unknown) => console.log(method, params),
+    cancelOnClose: false,
   });
   try {
     const info = client.initializeResult;
     console.log(info?.serverInfo.version, info?.ripgrep.version, info?.config['timeoutMs']);
-    const found: GrepResult = await client.grep('TODO', { include: '*.py', signal: AbortSignal.timeout(10_000) });
+    const found: GrepResult = await client.grep('TODO', {
+      include: '*.py',
+      signal: AbortSignal.timeout(10_000),
+      onProgress: (report: Progress) => console.log(report.progress.toFixed(1), report.message),
+    });
     for (const file of found.meta.files) console.log(file.path, file.matches[0]?.lineNumber);
     if (found.spill) {
       for await (const page of client.spillPages(found.spill, { limit: 500 })) {
@@ -34,14 +42,16 @@ export async function usage(): Promise<void> {
     const hits = await client.terminalSearch('term-1', 'error', { regex: true, limit: 10 });
     console.log(appended.totalLines, hits.matches.map((m) => m.offset));
     const closed: boolean = await client.scrollbackClose('term-1');
-    console.log(closed);
+    const pong: Record<string, unknown> = await client.ping();
+    console.log(closed, pong, ERROR_KINDS.SEARCH_FAILED === 1002);
   } catch (err) {
     if (err instanceof RequestError) console.log(err.code, err.rpcCode, err.text);
     else if (err instanceof AbortedError) console.log(err.reply?.rpcCode === REQUEST_CANCELLED, err.cause);
+    else if (cancelReply(err)) console.log(cancelReply(err)?.text);
     else if (err instanceof ClosedError) console.log(err.exitCode, err.stderr);
     else throw err;
   } finally {
-    const status = await client.close();
+    const status = await client.close({ cancel: true });
     console.log(status?.code, status?.signal);
   }
 }

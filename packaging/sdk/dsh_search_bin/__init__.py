@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .client import (
+        ERROR_KINDS,
         REQUEST_CANCELLED,
         AppendResult,
         Client,
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
         GrepResult,
         InitializeResult,
         NotificationHandler,
+        Progress,
+        ProgressHandler,
         RequestError,
         ScrollbackPage,
         Spill,
@@ -44,9 +47,11 @@ if TYPE_CHECKING:
         StartupError,
         TerminalMatch,
         TerminalSearchResult,
+        cancel_reply,
     )
 
 __all__ = [
+    "ERROR_KINDS",
     "REQUEST_CANCELLED",
     "AppendResult",
     "Client",
@@ -60,6 +65,8 @@ __all__ = [
     "GrepResult",
     "InitializeResult",
     "NotificationHandler",
+    "Progress",
+    "ProgressHandler",
     "RequestError",
     "ScrollbackPage",
     "Spill",
@@ -68,6 +75,7 @@ __all__ = [
     "TerminalMatch",
     "TerminalSearchResult",
     "__version__",
+    "cancel_reply",
     "executable_path",
     "sidecar_path",
 ]

@@ -15,7 +15,8 @@ large chunks and splits lines itself, so no answer is too long for it (asyncio's
 Cancelling the task that awaits a call (directly, or through `asyncio.timeout`) sends `$/cancelRequest`
 for that request and waits, up to `cancel_wait` seconds, for the daemon's `-32800` answer, which confirms
 that the search and its ripgrep are gone; then `asyncio.CancelledError` propagates as usual, with the
-daemon's answer as its `__cause__` (a `RequestError` whose `rpc_code` is -32800).
+daemon's answer as its `__cause__` (a `RequestError` whose `rpc_code` is -32800). `asyncio.timeout` and
+`asyncio.wait_for` turn that into a `TimeoutError`; `cancel_reply(exc)` finds the daemon's answer in either.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -33,10 +35,11 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Literal, TypedDict, cast
 
 __all__ = [
+    "ERROR_KINDS",
     "REQUEST_CANCELLED",
     "AppendResult",
     "Client",
@@ -50,6 +53,8 @@ __all__ = [
     "GrepResult",
     "InitializeResult",
     "NotificationHandler",
+    "Progress",
+    "ProgressHandler",
     "RequestError",
     "ScrollbackPage",
     "Spill",
@@ -57,12 +62,26 @@ __all__ = [
     "StartupError",
     "TerminalMatch",
     "TerminalSearchResult",
+    "cancel_reply",
 ]
 
 log = logging.getLogger("dsh_search_bin")
 
 REQUEST_CANCELLED = -32800
 """The JSON-RPC error code of a request cancelled with `$/cancelRequest` (LSP's RequestCancelled)."""
+
+ERROR_KINDS: Mapping[str, int] = MappingProxyType(
+    {
+        "INVALID_ARGS": -32602,
+        "SEARCH_INVALID_PATTERN": 1001,
+        "SEARCH_FAILED": 1002,
+        "SEARCH_RAW_OUTPUT_OVERFLOW": 1003,
+        "SEARCH_ABORTED": 1004,
+    }
+)
+"""The failure kinds of tool methods (`RequestError.code`, the daemon's `data.code`) and their JSON-RPC codes:
+the daemon's own table, as its `rpc.discover` publishes it (the tests check it against a running daemon).
+SEARCH_ABORTED is answered -32800 instead for a request cancelled with `$/cancelRequest`."""
 
 # Names for the errors that carry no `data.code` (envelope errors), so that RequestError.code is always a
 # string to branch on.
@@ -88,6 +107,7 @@ NotificationHandler = Callable[[str, Any], Awaitable[None] | None]
 `notifications/tools/list_changed`, …). It may be a coroutine function; exceptions are logged."""
 
 StderrMode = Literal["inherit", "capture", "discard"]
+_STDERR_MODES = ("inherit", "capture", "discard")
 
 
 # -- errors ------------------------------------------------------------------------------------------------
@@ -120,6 +140,22 @@ class RequestError(DshSearchError):
         self.text: str = text if isinstance(text, str) else self.message
         self.method = method
         super().__init__(f"{method}: error {self.rpc_code} {self.code}: {self.text}")
+
+
+def cancel_reply(exc: BaseException | None) -> RequestError | None:
+    """The daemon's answer to a cancelled call (`rpc_code` -32800, `code` SEARCH_ABORTED, `text` for the
+    model), found in what the call raised: the `TimeoutError` of `asyncio.timeout`/`asyncio.wait_for`, the
+    `CancelledError` of a cancelled task, the `RequestError` of a call cancelled by `close(cancel=True)`, or
+    an exception of yours raised from one of them. None if there is none (not a cancellation, or the daemon did
+    not answer within `cancel_wait`).
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, RequestError) and exc.rpc_code == REQUEST_CANCELLED:
+            return exc
+        exc = exc.__cause__ if exc.__cause__ is not None or exc.__suppress_context__ else exc.__context__
+    return None
 
 
 class ClosedError(DshSearchError):
@@ -236,17 +272,40 @@ class SpillPage:
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress report of a running search (MCP's notifications/progress)."""
+
+    progress: float
+    """Seconds since the call started (grows with every report)."""
+    message: str
+    """What ripgrep found so far, e.g. `grep: 31 matches in 7 files so far`."""
+
+
+ProgressHandler = Callable[[Progress], Awaitable[None] | None]
+"""A call's `on_progress`: called with each progress report while the call runs (a coroutine function's
+coroutine runs as a task); exceptions are logged."""
+
+
+@dataclass(frozen=True, slots=True)
 class InitializeResult:
+    """The daemon's answer to `initialize` (`Client.initialize_result`)."""
+
     protocol_version: str
+    """The MCP revision the session speaks."""
     server_name: str
     server_version: str
     ripgrep_path: str
+    """The daemon's ripgrep sidecar, dsh-search-rg."""
     ripgrep_version: str
     instructions: str
+    """Guidance on the tools for a system prompt."""
     config: dict[str, Any]
-    """The daemon's effective configuration (timeoutMs, grepMaxMatches, spillDir, …)."""
+    """The daemon's effective configuration: every configuration key (timeoutMs, grepMaxMatches, spillDir, …)
+    as the daemon resolved it. `--workdir` is not a configuration key and is not here."""
     raw: dict[str, Any]
     """The whole `initialize` answer."""
+    guidance: dict[str, str]
+    """The guidance tool by tool (`glob`, `grep`, `terminal_search`)."""
 
 
 def _spill(value: Any) -> Spill | None:
@@ -276,9 +335,12 @@ class Client:
     on_notification: called for every notification the daemon sends; unknown ones are ignored otherwise.
     initialize: send `initialize` at start (default); its answer is `initialize_result`.
     cancel_wait: how long a cancelled call waits for the daemon to confirm (-32800) the cancellation.
+    cancel_on_close: `close()` cancels the calls still running instead of letting `shutdown` wait for them.
     shutdown_wait, exit_wait, term_wait: the graceful stop's bounds: for `shutdown`'s answer (it waits for
         running searches), for the exit after stdin is closed, and after SIGTERM (the daemon needs at
         most graceMs + 1 s); SIGKILL only after all of them.
+
+    Every argument is checked for its type here: TypeError (or ValueError for a value out of range) names it.
     """
 
     def __init__(
@@ -298,7 +360,40 @@ class Client:
         shutdown_wait: float = 10.0,
         exit_wait: float = 5.0,
         term_wait: float = 6.0,
+        cancel_on_close: bool = False,
     ) -> None:
+        _check_path("executable", executable)
+        if sample_over_cap_glob_results is not None and not isinstance(sample_over_cap_glob_results, bool):
+            raise _type_error("sample_over_cap_glob_results", "True, False or None", sample_over_cap_glob_results)
+        _check_path("workdir", workdir)
+        _check_path("spill_dir", spill_dir)
+        if isinstance(args, str | bytes) or not all(isinstance(arg, str) for arg in args):
+            raise _type_error("args", "a sequence of strings", args)
+        if env is not None and not (
+            isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        ):
+            raise _type_error("env", "a mapping of strings to strings", env)
+        if stderr not in _STDERR_MODES:
+            raise ValueError(f"stderr must be one of {', '.join(map(repr, _STDERR_MODES))}, not {stderr!r}")
+        if on_notification is not None and not callable(on_notification):
+            raise _type_error("on_notification", "a function", on_notification)
+        if client_info is not None and not (
+            isinstance(client_info, Mapping) and all(isinstance(v, str) for v in client_info.values())
+        ):
+            raise _type_error("client_info", "a mapping of strings", client_info)
+        for name, flag in (("initialize", initialize), ("cancel_on_close", cancel_on_close)):
+            if not isinstance(flag, bool):
+                raise _type_error(name, "True or False", flag)
+        for name, seconds in (
+            ("cancel_wait", cancel_wait),
+            ("shutdown_wait", shutdown_wait),
+            ("exit_wait", exit_wait),
+            ("term_wait", term_wait),
+        ):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise _type_error(name, "a number of seconds", seconds)
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise ValueError(f"{name} must be a finite number of seconds, 0 or more, not {seconds!r}")
         self._executable = executable
         argv: list[str] = ["--framing", "ndjson"]
         if sample_over_cap_glob_results is not None:
@@ -317,6 +412,7 @@ class Client:
         self.shutdown_wait = shutdown_wait
         self.exit_wait = exit_wait
         self.term_wait = term_wait
+        self.cancel_on_close = cancel_on_close
 
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -325,6 +421,9 @@ class Client:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any] | None]] = {}
         self._abandoned: set[int] = set()  # cancelled requests whose late answers are dropped quietly
+        self._cancellable: set[int] = set()  # the requests close(cancel=True) cancels (not shutdown's)
+        self._progress: dict[str, ProgressHandler] = {}  # progressToken → the on_progress of its call
+        self._progress_tokens = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
         self._eof = False
         self._shut_down = False
@@ -394,7 +493,8 @@ class Client:
 
     @property
     def initialize_result(self) -> InitializeResult | None:
-        """The daemon's answer to `initialize` (None if the client was made with initialize=False)."""
+        """The daemon's answer to `initialize`: versions, `instructions`/`guidance` for a system prompt, and
+        the effective `config` (which has no workdir). None if the client was made with initialize=False."""
         return self._initialize_result
 
     @property
@@ -423,14 +523,22 @@ class Client:
         await self._call("shutdown", None, cancellable=False)
         self._shut_down = True
 
-    async def close(self) -> int | None:
+    async def close(self, *, cancel: bool | None = None) -> int | None:
         """Stop the daemon gracefully and release everything; returns its exit status. Idempotent.
 
         The order leaks nothing: `shutdown` (bounded by shutdown_wait), the `exit` notification, close
         stdin, wait exit_wait; then SIGTERM (the daemon aborts its searches, kills their ripgrep process
         groups and exits within graceMs + 1 s) and wait term_wait; SIGKILL only as the very last resort,
         because a SIGKILLed onefile launcher leaves its `_MEI*` directory behind and orphans the daemon.
+
+        By default `shutdown` lets the calls still running finish. With `cancel=True` (default: the
+        client's `cancel_on_close`) they are cancelled first (`$/cancelRequest` each) and raise the daemon's
+        -32800 answer, a `RequestError` with code SEARCH_ABORTED.
         """
+        if cancel is not None and not isinstance(cancel, bool):
+            raise _type_error("cancel", "True, False or None", cancel)
+        if self.cancel_on_close if cancel is None else cancel:
+            self._cancel_running()
         proc = self._proc
         if proc is None or self._closing:
             return self.returncode
@@ -464,6 +572,11 @@ class Client:
                     proc.send_signal(signal.SIGTERM)
             raise
         return proc.returncode
+
+    def _cancel_running(self) -> None:
+        for ident in sorted(self._cancellable):
+            with contextlib.suppress(DshSearchError):
+                self._write({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": ident}})
 
     async def _wait_exit(self, seconds: float) -> int | None:
         assert self._proc is not None
@@ -555,8 +668,12 @@ class Client:
                             "error": {"code": -32601, "message": f"method not found: {method}"},
                         }
                     )
-            elif self._on_notification is not None:
-                self._notify_handler(method, message.get("params"))
+            else:
+                params = message.get("params")
+                if method == "notifications/progress" and isinstance(params, dict):
+                    self._report_progress(params)
+                if self._on_notification is not None:
+                    self._notify_handler(method, params)
             return
         ident = message.get("id")
         future = self._pending.pop(ident, None) if isinstance(ident, int) else None
@@ -570,18 +687,33 @@ class Client:
 
     def _notify_handler(self, method: str, params: Any) -> None:
         assert self._on_notification is not None
-        try:
-            outcome = self._on_notification(method, params)
-        except Exception:
-            log.exception("the notification handler failed on %s", method)
+        self._run_handler(f"the notification handler ({method})", self._on_notification, method, params)
+
+    def _report_progress(self, params: dict[str, Any]) -> None:
+        token = params.get("progressToken")
+        handler = self._progress.get(token) if isinstance(token, str) else None
+        if handler is None:
             return
-        if outcome is not None:
+        raw = params.get("progress")
+        number = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else 0.0
+        report = Progress(number, str(params.get("message", "")))
+        self._run_handler("on_progress", handler, report)
+
+    def _run_handler(self, what: str, handler: Callable[..., Any], *args: Any) -> None:
+        """Call a host's callback; a coroutine it returns runs as a task. What it raises is logged."""
+        try:
+            outcome = handler(*args)
+        except Exception:
+            log.exception("%s failed", what)
+            return
+        if isinstance(outcome, Awaitable):
+            awaitable = outcome
 
             async def run() -> None:
                 try:
-                    await outcome
+                    await awaitable
                 except Exception:
-                    log.exception("the notification handler failed on %s", method)
+                    log.exception("%s failed", what)
 
             task = asyncio.create_task(run())
             self._background.add(task)
@@ -635,6 +767,8 @@ class Client:
         except BaseException:
             self._pending.pop(ident, None)
             raise
+        if cancellable:
+            self._cancellable.add(ident)
         try:
             await self._drain()
             reply = await asyncio.shield(future)
@@ -650,6 +784,8 @@ class Client:
         except ClosedError:
             self._give_up(ident, future)
             raise
+        finally:
+            self._cancellable.discard(ident)
         if reply is None:
             raise ClosedError(
                 f"{method}: the daemon's stdout ended before the answer came", self.returncode, self.stderr_tail
@@ -680,8 +816,23 @@ class Client:
 
     # -- methods -----------------------------------------------------------------------------------------
 
-    async def ping(self) -> None:
-        await self.request("ping")
+    async def ping(self) -> dict[str, Any]:
+        """What the daemon answers: `{}`."""
+        return dict(await self.request("ping"))
+
+    async def _search(self, method: str, params: dict[str, Any], on_progress: ProgressHandler | None) -> Any:
+        """A typed search; with `on_progress`, the call asks for progress (`_meta.progressToken`) and the
+        daemon's reports for it go to `on_progress` until the call is over."""
+        if on_progress is None:
+            return await self.request(method, params)
+        if not callable(on_progress):
+            raise _type_error("on_progress", "a function or None", on_progress)
+        token = f"dsh-search-bin-{next(self._progress_tokens)}"
+        self._progress[token] = on_progress
+        try:
+            return await self.request(method, {**params, "_meta": {"progressToken": token}})
+        finally:
+            del self._progress[token]
 
     async def tools_list(self) -> list[dict[str, Any]]:
         """The model-facing tools (name, description, inputSchema, outputSchema, annotations). The list may
@@ -700,10 +851,17 @@ class Client:
         return dict(await self.request("tools/call", params))
 
     async def glob(
-        self, pattern: str, *, path: str | None = None, cwd: str | None = None, session_id: str | None = None
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        cwd: str | None = None,
+        session_id: str | None = None,
+        on_progress: ProgressHandler | None = None,
     ) -> GlobResult:
         """Files matching a glob pattern, oldest modification first (capped inline; see `spill`)."""
-        result = await self.request("glob", _without_none(pattern=pattern, path=path, cwd=cwd, sessionId=session_id))
+        params = _without_none(pattern=pattern, path=path, cwd=cwd, sessionId=session_id)
+        result = await self._search("glob", params, on_progress)
         return GlobResult(str(result["text"]), cast(GlobMeta, result["meta"]), _spill(result.get("spill")))
 
     async def grep(
@@ -714,20 +872,28 @@ class Client:
         include: str | None = None,
         cwd: str | None = None,
         session_id: str | None = None,
+        on_progress: ProgressHandler | None = None,
     ) -> GrepResult:
         """Lines matching a ripgrep regex, grouped by file (capped inline; see `spill`)."""
         params = _without_none(pattern=pattern, path=path, include=include, cwd=cwd, sessionId=session_id)
-        result = await self.request("grep", params)
+        result = await self._search("grep", params, on_progress)
         return GrepResult(str(result["text"]), cast(GrepMeta, result["meta"]), _spill(result.get("spill")))
 
     async def terminal_search(
-        self, session_id: str, pattern: str, *, regex: bool = False, offset: int | None = None, limit: int | None = None
+        self,
+        session_id: str,
+        pattern: str,
+        *,
+        regex: bool = False,
+        offset: int | None = None,
+        limit: int | None = None,
+        on_progress: ProgressHandler | None = None,
     ) -> TerminalSearchResult:
         """Search a terminal's retained scrollback, newest match first."""
         params = _without_none(sessionId=session_id, pattern=pattern, offset=offset, limit=limit)
         if regex:
             params["regex"] = True
-        result = await self.request("terminal_search", params)
+        result = await self._search("terminal_search", params, on_progress)
         return TerminalSearchResult(
             text=str(result["text"]),
             matches=[TerminalMatch(int(m["offset"]), str(m["line"])) for m in result["matches"]],
@@ -788,6 +954,15 @@ class Client:
 # -- helpers -----------------------------------------------------------------------------------------------
 
 
+def _type_error(name: str, expected: str, value: object) -> TypeError:
+    return TypeError(f"{name} must be {expected}, not {type(value).__name__} {value!r:.80}")
+
+
+def _check_path(name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str | os.PathLike):
+        raise _type_error(name, "a path (str or os.PathLike) or None", value)
+
+
 def _without_none(**params: Any) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
 
@@ -818,6 +993,7 @@ def _initialize_result(raw: Any) -> InitializeResult:
         instructions=str(raw.get("instructions", "")),
         config=dict(raw.get("config") or {}),
         raw=raw,
+        guidance={str(k): str(v) for k, v in (raw.get("guidance") or {}).items()},
     )
 
 

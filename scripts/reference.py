@@ -370,12 +370,12 @@ EXAMPLES: tuple[Example, ...] = (
                 "mode": "auto",
                 "root": "<tree>",
                 "answered": {"glob": 0, "grep": 0},
-                "walked": 5,
+                "walked": 6,
                 "reason": "waiting for a search that walks for 0.2 s or more",
             }
         },
         title="With the default `--index auto` on a small tree: every walk was quick, so no index was built "
-        "and the five searches so far walked.",
+        "and the six searches so far walked.",
     ),
     Example(
         "rpc.discover",

@@ -98,6 +98,7 @@ def test_cancelling_at_every_early_instant_leaks_nothing(start: MakeDaemon, tree
     d = start("--workdir", str(tree), framing=framing)
     d.result("ping")
     settle_index(d)
+    d.result("grep", {"pattern": "needle"})  # what a first search opens for good (an index's files) is open
     fds_before = sorted(d.open_fds())
     rnd = random.Random(9)
     ids = []

@@ -41,7 +41,7 @@ WORDS = ["SUSPEND", "foo", "bar", "ACPI_SUSPEND", "héllo", "static", "x", "a b"
 NAMES = ["a", "b.c", "c.h", "d.txt", ".hid", "e f.c", "日本.c", "x.log", "g.bin", "[k].c", "-dash.c"]
 DIRS = ["src", "src/sub", "lib", ".cfg", "build", "docs/deep/er", "node_modules/pkg"]
 RULES = ["*.log", "build/", "/lib", "!keep.log", "sub", "*.bin", ".cfg", "d.*", "", "# comment"]
-GLOBS = ["*", "*.c", "**/*.c", "src/**", "*.{c,h}", "[ab]*", "?.c", "/b.c", "src/*.c", "**/sub/*", "*.txt", "日本*"]
+GLOBS = ["*", "\x00", "!*.c", "#c", "*.c", "**/*.c", "src/**", "*.{c,h}", "[ab]*", "?.c", "/b.c", "src/*.c", "**/sub/*", "*.txt", "日本*"]
 GREPS = [
     "SUSPEND",
     "[A-Z]+_SUSPEND",
@@ -56,6 +56,10 @@ GREPS = [
     "(",
     "a b",
     ".",
+    "a\nb",
+    "x\x00y",
+    "(?x) SUS PEND",
+    "[[:upper:]]{3}_SUSPEND",
 ]
 INCLUDES = [None, None, "*.c", "*.{c,h}", "src/*", "*.txt"]
 PATHS = [None, None, None, "src", "./src", "src/", "docs", "lib", "."]

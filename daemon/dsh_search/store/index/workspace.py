@@ -533,6 +533,8 @@ class Workspace:
     # --- glob ----------------------------------------------------------------------------------------------
 
     async def glob_listing(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobListing | None:
+        if "\0" in pattern:
+            return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
         if not await self._usable() or self._glob_doubt:
             return None
         root = self._root(cwd, path)
@@ -565,6 +567,8 @@ class Workspace:
     async def grep_files(
         self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
     ) -> GrepFiles | None:
+        if "\0" in pattern or (include is not None and "\0" in include):
+            return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
         query = required(pattern)
         expression = content.match_expression(query)
         if expression is None and query is not NONE:

@@ -41,7 +41,23 @@ WORDS = ["SUSPEND", "foo", "bar", "ACPI_SUSPEND", "héllo", "static", "x", "a b"
 NAMES = ["a", "b.c", "c.h", "d.txt", ".hid", "e f.c", "日本.c", "x.log", "g.bin", "[k].c", "-dash.c"]
 DIRS = ["src", "src/sub", "lib", ".cfg", "build", "docs/deep/er", "node_modules/pkg"]
 RULES = ["*.log", "build/", "/lib", "!keep.log", "sub", "*.bin", ".cfg", "d.*", "", "# comment"]
-GLOBS = ["*", "\x00", "!*.c", "#c", "*.c", "**/*.c", "src/**", "*.{c,h}", "[ab]*", "?.c", "/b.c", "src/*.c", "**/sub/*", "*.txt", "日本*"]
+GLOBS = [
+    "*",
+    "\x00",
+    "!*.c",
+    "#c",
+    "*.c",
+    "**/*.c",
+    "src/**",
+    "*.{c,h}",
+    "[ab]*",
+    "?.c",
+    "/b.c",
+    "src/*.c",
+    "**/sub/*",
+    "*.txt",
+    "日本*",
+]
 GREPS = [
     "SUSPEND",
     "[A-Z]+_SUSPEND",
@@ -67,7 +83,7 @@ PATHS = [None, None, None, "src", "./src", "src/", "docs", "lib", "."]
 
 def contents() -> st.SearchStrategy[bytes]:
     words = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(lambda ws: " ".join(ws).encode())
-    lines = st.lists(words, min_size=0, max_size=5).map(lambda ls: b"\n".join(ls))
+    lines = st.lists(words, min_size=0, max_size=5).map(b"\n".join)
     return st.tuples(lines, st.sampled_from([b"", b"\n", b"\r\n", b"\0", b"\0SUSPEND\n", b"\xff\xfe", b"\xe9"])).map(
         lambda pair: pair[0] + pair[1] if not pair[1].startswith(b"\xff\xfe") else pair[1] + pair[0]
     )
@@ -198,11 +214,6 @@ async def scenario(data: st.DataObject, rg: str) -> None:
             pair.pool.parse.shutdown()
             pair.pool.stat.shutdown()
     finally:
-        for dirpath, dirnames, _ in os.walk(base):
-            for name in dirnames:
-                path = os.path.join(dirpath, name)
-                if not os.path.islink(path):
-                    os.chmod(path, 0o755)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -224,12 +235,16 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
             expected = await run(pair.plain, root, call)
             got = await run(pair.indexed, root, call)
             if got != expected and os.environ.get("DSH_INDEX_DEBUG"):
-                ws = pair.workspace
-                print("DEBUG", call, history, ws._changed, ws._stated, ws._files.overlay, ws._unknown, ws.status())
-                print("DEBUG tree", sorted(str(p.relative_to(root)) for p in root.rglob("*")))
+                debug(pair.workspace, root, call, history)
             assert got == expected, (call, history)
             TALLY["calls"] += 1
         history.append(edit(root, data))
+
+
+def debug(ws: Workspace, root: Path, call: tuple[Any, ...], history: list[str]) -> None:
+    """What the index held when an answer differed (DSH_INDEX_DEBUG=1)."""
+    print("DEBUG", call, history, ws._changed, ws._stated, ws._files and ws._files.overlay, ws._unknown, ws.status())
+    print("DEBUG tree", sorted(str(p.relative_to(root)) for p in root.rglob("*")))
 
 
 @settings(

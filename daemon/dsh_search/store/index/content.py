@@ -23,7 +23,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from dsh_search.store.index.regex import And, Lit, Or, Query
@@ -87,21 +87,51 @@ def _quoted(gram: str) -> str:
 def match_expression(query: Query) -> str | None:
     """An FTS5 MATCH expression true of every file `query` is true of; None when it constrains nothing
     (literals shorter than three characters constrain nothing). NONE is the caller's: nothing matches."""
+    return plan(query, None).expression
+
+
+class Plan(NamedTuple):
+    expression: str | None  # None: no constraint
+    estimate: int  # at most this many documents can satisfy it (by document frequencies; -1: unknown)
+
+
+RAREST_PER_LITERAL = 3  # with document frequencies known, a literal asks for its rarest trigrams only
+
+
+def plan(query: Query, frequency: Callable[[str], int] | None) -> Plan:
+    """The MATCH expression for `query` and an upper bound on the documents it can match. With
+    `frequency` (a trigram's document count), each literal asks only for its rarest trigrams: FTS5
+    intersects document lists, so a rare one decides and a common one only costs (sound: fewer ANDed
+    trigrams match more files, never fewer)."""
     if isinstance(query, Lit):
         grams = trigrams(query.text)
-        return " AND ".join(_quoted(g) for g in grams) if grams else None
+        if not grams:
+            return Plan(None, -1)
+        if frequency is None:
+            return Plan(" AND ".join(_quoted(g) for g in grams), -1)
+        counted = sorted((frequency(g), g) for g in grams)[:RAREST_PER_LITERAL]
+        return Plan(" AND ".join(_quoted(g) for _, g in counted), counted[0][0])
     if isinstance(query, And):
-        parts = [p for p in (match_expression(q) for q in query.args) if p is not None]
-        return " AND ".join(f"({p})" for p in parts) if parts else None
+        parts = [p for p in (plan(q, frequency) for q in query.args) if p.expression is not None]
+        if not parts:
+            return Plan(None, -1)
+        known = [p.estimate for p in parts if p.estimate >= 0]
+        return Plan(" AND ".join(f"({p.expression})" for p in parts), min(known) if known else -1)
     if isinstance(query, Or):
-        alternatives: list[str] = []
+        alternatives: list[Plan] = []
         for q in query.args:
-            part = match_expression(q)
-            if part is None:  # one alternative unconstrained: the whole OR is
-                return None
+            part = plan(q, frequency)
+            if part.expression is None:  # one alternative unconstrained: the whole OR is
+                return Plan(None, -1)
             alternatives.append(part)
-        return " OR ".join(f"({p})" for p in alternatives) if alternatives else None
-    return None  # ANY, or anything not understood: no constraint
+        if not alternatives:
+            return Plan(None, -1)
+        unknown = any(p.estimate < 0 for p in alternatives)
+        return Plan(
+            " OR ".join(f"({p.expression})" for p in alternatives),
+            -1 if unknown else sum(p.estimate for p in alternatives),
+        )
+    return Plan(None, -1)  # ANY, or anything not understood: no constraint
 
 
 # --- a shard ---------------------------------------------------------------------------------------------------

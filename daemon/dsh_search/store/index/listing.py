@@ -54,12 +54,15 @@ class Snapshot:
         for i, start in enumerate(self.starts):
             yield self.mtimes[i], blob[start : blob.index(b"\0", start)]
 
-    def matching(self, record: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
-        """(mtime, path) of the entries `record` matches, in order. `record` matches one whole entry
-        between NULs (see `record_regex`)."""
+    def matching(self, matcher: Matcher) -> list[bytes]:
+        """The paths `matcher` takes, in order."""
+        return matcher.select(self.blob)
+
+    def matching_timed(self, matcher: Matcher) -> Iterator[tuple[int, bytes]]:
+        """(mtime, path) of the paths `matcher` takes, in order (for merging with changes)."""
         starts, mtimes = self.starts, self.mtimes
-        for found in record.finditer(self.blob):
-            yield mtimes[bisect_right(starts, found.start()) - 1], found.group()
+        for offset, path in matcher.positions(self.blob):
+            yield mtimes[bisect_right(starts, offset) - 1], path
 
 
 class Change(NamedTuple):
@@ -77,19 +80,21 @@ class FileList:
         """`path` now has this modification time, or is gone (None)."""
         self.overlay[path] = Change(mtime)
 
-    def matching(self, record: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
-        """Every current file `record` matches, in glob's order."""
+    def matching(self, matcher: Matcher) -> list[bytes]:
+        """Every current file `matcher` takes, in glob's order. Without changes that match, the
+        snapshot's answer as it is; with some, merged with it by (mtime, path)."""
         overlay = self.overlay
-        base: Iterable[tuple[int, bytes]] = self.snapshot.matching(record)
-        if overlay:
-            base = (entry for entry in base if entry[1] not in overlay)
-            changed = sorted(
-                (change.mtime, path)
-                for path, change in overlay.items()
-                if change.mtime is not None and record.search(b"\0" + path + b"\0")
-            )
-            return heapq.merge(base, changed)
-        return iter(base)
+        if not overlay:
+            return self.snapshot.matching(matcher)
+        changed = sorted(
+            (change.mtime, path)
+            for path, change in overlay.items()
+            if change.mtime is not None and matcher.matches(path)
+        )
+        if not changed:
+            return [path for path in self.snapshot.matching(matcher) if path not in overlay]
+        base = ((m, p) for m, p in self.snapshot.matching_timed(matcher) if p not in overlay)
+        return [path for _mtime, path in heapq.merge(base, changed)]
 
     def compacted(self) -> FileList:
         """A new list whose snapshot includes the overlay (made off the event loop: it sorts every file)."""
@@ -130,10 +135,37 @@ def within_records(regex: bytes) -> bytes:
     return regex.replace(b".*", b"[^\\x00]*").replace(b"[^", b"[^\\x00")
 
 
-def record_regex(prefix: bytes, under: bytes, glob_regex: bytes) -> re.Pattern[bytes]:
-    """Entries (workspace-relative, between NULs) that lie under `prefix + under` and whose path with
-    `prefix` taken off fully matches `glob_regex`: `prefix` turns a workspace path into a cwd-relative
-    one, `under` (cwd-relative, ending in `/`, or empty) is the root the search walks."""
-    lookahead = b"(?=" + re.escape(under) + b")" if under else b""
-    body = within_records(glob_regex)
-    return re.compile(b"(?<=\\x00)" + re.escape(prefix) + lookahead + b"(?:" + body + b")(?=\\x00)", re.DOTALL)
+class Matcher:
+    """The workspace paths a glob matches for one search: those that lie under `prefix + under` and whose
+    cwd-relative part (the path with `prefix`, the cwd's own, taken off) the glob regex fully matches.
+    `under` (cwd-relative, ending in `/`, or empty) is the root the search walks.
+
+    Over the snapshot's blob it is one regex search in C: with a literal start (a search below the
+    workspace's top) a fast literal scan picks the entries under it and the glob judges only those;
+    without, the glob itself scans, its wildcards kept from running past an entry's NUL."""
+
+    def __init__(self, prefix: bytes, under: bytes, glob_regex: bytes) -> None:
+        self.start = prefix + under
+        self.cut = len(prefix)
+        self._path = re.compile(glob_regex, re.DOTALL)
+        if self.start:
+            self._scan = re.compile(b"\\x00(" + re.escape(self.start) + b"[^\\x00]*)")
+        else:
+            self._scan = re.compile(b"\\x00(" + within_records(glob_regex) + b")(?=\\x00)", re.DOTALL)
+
+    def matches(self, path: bytes) -> bool:
+        return path.startswith(self.start) and self._path.fullmatch(path, self.cut) is not None
+
+    def select(self, blob: bytes) -> list[bytes]:
+        """The matching entries of a NUL-separated blob (starting and ending with a NUL), in order."""
+        found: list[bytes] = self._scan.findall(blob)
+        if not self.start:
+            return found
+        path, cut = self._path, self.cut
+        return [p for p in found if path.fullmatch(p, cut)]
+
+    def positions(self, blob: bytes) -> Iterator[tuple[int, bytes]]:
+        """(offset, path) of the matching entries, in order."""
+        for found in self._scan.finditer(blob):
+            if not self.start or self._path.fullmatch(found.group(1), self.cut):
+                yield found.start(1), found.group(1)

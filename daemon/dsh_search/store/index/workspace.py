@@ -45,7 +45,7 @@ from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobListing, GrepFiles
 from dsh_search.store.index import content
 from dsh_search.store.index.content import BINARY, OPAQUE, TEXT, Extract, Shard, Signature, shard_of
-from dsh_search.store.index.listing import FileList, Snapshot, Unsupported, record_regex, whitelist
+from dsh_search.store.index.listing import FileList, Matcher, Snapshot, Unsupported, whitelist
 from dsh_search.store.index.manager import ListGrepFiles, workspace_key
 from dsh_search.store.index.regex import NONE, Query, required
 from dsh_search.store.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, Event, Watcher, WatchLimit
@@ -57,6 +57,10 @@ VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))
 RULE_FILES = frozenset((b".gitignore", b".ignore", b".rgignore"))
 
 MAX_CANDIDATE_SHARE = 0.5  # more candidates than this share of the files under the root: walk instead
+# A pattern whose rarest required trigram is in more than this share of all grep's files walks before any
+# candidate is looked up: the lookup would cost more than the walk saves, and an unselective pattern
+# must cost no more than a walk (issue: `static` within 5 % of the index off).
+MAX_ESTIMATE_SHARE = 0.15
 MAX_ARGV_BYTES = 512 << 10  # files named on ripgrep's command line, in bytes
 MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
 MAX_WALKED_DIRS = 16  # directories walked for files that hold a NUL; past it, walk everything
@@ -116,6 +120,7 @@ class Workspace:
         self._reading_events = False
         self._threads = ThreadPoolExecutor(max_workers=self._shard_count, thread_name_prefix="index")
         self._lock_fd: int | None = None
+        self._frequencies: dict[str, int] = {}  # trigram → documents holding it (planning only; refreshed)
         self.stats: dict[str, Any] = {"files": 0, "grepFiles": 0, "bytes": 0}
 
     # --- life ------------------------------------------------------------------------------------------
@@ -370,8 +375,9 @@ class Workspace:
 
     def _files_under(self, prefix: bytes) -> list[bytes]:
         assert self._files is not None
-        found = [path for _mtime, path in self._files.matching(record_regex(b"", prefix, b".*"))]
-        return found + [p for p in self._unknown if p.startswith(prefix) and p not in set(found)]
+        found = self._files.matching(Matcher(b"", prefix, b".*"))
+        known = set(found)
+        return found + [p for p in self._unknown if p.startswith(prefix) and p not in known]
 
     # --- catching up in the background -----------------------------------------------------------------
 
@@ -459,6 +465,7 @@ class Workspace:
         batch = dict(list(self._changed.items())[:REINDEX_BATCH])
         members = self._grep_new & set(batch)
         done = await asyncio.to_thread(_reindex, self._shards, self.root_b, list(batch), members)
+        self._frequencies.clear()  # plans may pick other trigrams now (their results never depend on it)
         for path in done:
             generation = batch[path]
             if self._changed.get(path) == generation and self._stated.get(path) == generation:
@@ -477,6 +484,9 @@ class Workspace:
             if before.get(path) is not change:  # changed again while compacting
                 compacted.overlay[path] = change
         self._files = compacted
+
+    def walked(self, cwd: str, seconds: float) -> None:
+        """A search walked (the FileSource protocol): nothing to learn here; the manager decides builds."""
 
     # --- where a search runs -----------------------------------------------------------------------------
 
@@ -546,7 +556,7 @@ class Workspace:
             return None
         self._refresh_stats()
         assert self._files is not None
-        found = self._files.matching(record_regex(root.prefix, root.under, regex))
+        found = self._files.matching(Matcher(root.prefix, root.under, regex))
         return _listing(found, root, deny)
 
     def _refresh_stats(self) -> None:
@@ -586,7 +596,7 @@ class Workspace:
         include_regex = None
         if include is not None:
             try:
-                include_regex = record_regex(root.prefix, b"", whitelist(include))
+                include_regex = Matcher(root.prefix, b"", whitelist(include))
             except Unsupported:
                 return None
         changed = [p for p in self._changed if p.startswith(under)]
@@ -594,7 +604,16 @@ class Workspace:
             return None
         low, high = content.prefix_range(under)
         shards = self._shards
-        total, found, members = await asyncio.to_thread(_query, shards, expression, low, high, changed)
+        grep_files = int(self.stats["grepFiles"])
+        planned = await asyncio.to_thread(_plan, shards, query, self._frequencies)
+        if planned is None or planned.estimate > MAX_ESTIMATE_SHARE * grep_files:
+            return None  # the pattern's rarest text is in too many files: a walk costs less
+        parts = await asyncio.gather(
+            *(asyncio.to_thread(_query, shard, planned, low, high, changed, under == b"") for shard in shards)
+        )
+        total = grep_files if under == b"" else sum(part[0] for part in parts)
+        found = [hit for part in parts for hit in part[1]]
+        members = set().union(*(part[2] for part in parts))
         members |= {p for p in changed if p in self._grep_new}
         chosen = {p: kind for p, kind in found if p not in self._changed}
         for p, kind in await asyncio.to_thread(_read_changed, self.root_b, [p for p in changed if p in members], query):
@@ -640,28 +659,29 @@ class Workspace:
 # --- answers ------------------------------------------------------------------------------------------------
 
 
-def _listing(found: Iterable[tuple[int, bytes]], root: Root, deny: DenyGlobs) -> GlobListing:
-    """What ripgrep would print for these files (workspace-relative, in order), for glob."""
+def _listing(found: list[bytes], root: Root, deny: DenyGlobs) -> GlobListing:
+    """What ripgrep would print for these files (workspace-relative, in order), for glob. Whole-list
+    operations where a path needs no work of its own: most listings are the paths as they are."""
     cut = len(root.prefix)
-    keep = cut + len(root.under)
-    paths: list[str] = []
-    size = 0
-    growth = 0
-    for _mtime, found_path in found:
-        rel = found_path[cut:]
-        if deny and deny.denies(os.fsdecode(rel)):
-            continue
-        printed = root.printed + found_path[keep:] if root.printed else rel
-        size += len(printed) + 1
-        if not printed.isascii():
-            growth += utf8_growth(printed)
-        paths.append(printed.decode("utf-8", "replace"))
+    if cut:
+        found = [path[cut:] for path in found]  # relative to the search's cwd
+    if deny:
+        found = [path for path in found if not deny.denies(os.fsdecode(path))]
+    printed = found
+    if root.printed:
+        keep = len(root.under)
+        head = root.printed
+        printed = [head + path[keep:] for path in found]
+    joined = b"\0".join(printed)  # no name holds a NUL
+    size = len(joined) + 1 if printed else 0
+    growth = 0 if joined.isascii() else utf8_growth(joined)
+    paths = joined.decode("utf-8", "replace").split("\0") if printed else []
     return GlobListing(paths, size, growth)
 
 
 def _searched(path: bytes, root: Root, include: Any, deny: DenyGlobs) -> bool:
     """Whether grep's walk would search this file of its list (the include and deny globs)."""
-    if include is not None and not include.search(b"\0" + path + b"\0"):
+    if include is not None and not include.matches(path):
         return False
     return not (deny and deny.denies(os.fsdecode(path[len(root.prefix) :])))
 
@@ -883,19 +903,32 @@ def _reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: 
     return done
 
 
+def _plan(shards: list[Shard], query: Query, frequencies: dict[str, int]) -> content.Plan | None:
+    """The lookup for `query`, its literals' rarest trigrams chosen by their document counts (cached in
+    `frequencies` across calls); None when the pattern constrains nothing."""
+
+    def frequency(gram: str) -> int:
+        count = frequencies.get(gram)
+        if count is None:
+            if len(frequencies) > 200_000:
+                frequencies.clear()
+            count = frequencies[gram] = sum(shard.doc_frequency(gram) for shard in shards)
+        return count
+
+    if query is NONE:
+        return content.Plan(None, 0)
+    planned = content.plan(query, frequency)
+    return planned if planned.expression is not None else None
+
+
 def _query(
-    shards: list[Shard], expression: str | None, low: bytes, high: bytes | None, changed: list[bytes]
+    shard: Shard, planned: content.Plan, low: bytes, high: bytes | None, changed: list[bytes], whole: bool
 ) -> tuple[int, list[tuple[bytes, int]], set[bytes]]:
-    """(files grep reads under the range, the indexed candidates there, which changed paths grep reads)."""
-    total = 0
-    found: list[tuple[bytes, int]] = []
-    members: set[bytes] = set()
-    for shard in shards:
-        total += shard.count(low, high)
-        if expression is not None:
-            found += shard.candidates(expression, low, high)
-        if changed:
-            members |= shard.present(changed)
+    """One shard's part: (files grep reads under the range — not counted for the whole workspace, which
+    the caller knows —, the indexed candidates there, which changed paths grep reads)."""
+    members = shard.present(changed) if changed else set()
+    total = 0 if whole else shard.count(low, high)
+    found = shard.candidates(planned.expression, low, high) if planned.expression is not None else []
     return total, found, members
 
 

@@ -4,7 +4,8 @@ Two engines search the same tree with the real ripgrep: one walks (the index off
 `Workspace` index first. After every edit — create, rewrite, delete, rename (files and directories),
 chmod, symlinks, binary and BOM content, non-UTF-8 names, ignore files, a repository appearing — and
 right after it (read-your-writes: no waiting), random glob and grep calls must give the same text, meta,
-spill artifact, or the same error, on both. The index may walk whenever it is unsure; the test also
+spill artifact, or the same error, on both. Files are indexed in documents of 1 MiB, or of a few bytes
+(so that literals straddle documents). The index may walk whenever it is unsure; the test also
 checks it answered a fair share of the calls itself, or the equivalence would say nothing.
 
 DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousands by hand).
@@ -31,6 +32,7 @@ from dsh_search.engine.glob import GlobArgs, glob
 from dsh_search.engine.grep import GrepArgs, grep
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits
+from dsh_search.store.index import content
 from dsh_search.store.index.manager import grep_lister
 from dsh_search.store.index.workspace import READY, Workspace
 from tests.support.fakes import FakeSpill
@@ -199,6 +201,16 @@ class Pair:
 
 
 async def scenario(data: st.DataObject, rg: str) -> None:
+    # Files are indexed in documents of CHUNK_BYTES: tiny documents put literals across their seams.
+    chunk_bytes = data.draw(st.sampled_from([content.CHUNK_BYTES, 5, 16]))
+    saved_chunk_bytes, content.CHUNK_BYTES = content.CHUNK_BYTES, chunk_bytes
+    try:
+        await _scenario(data, rg)
+    finally:
+        content.CHUNK_BYTES = saved_chunk_bytes
+
+
+async def _scenario(data: st.DataObject, rg: str) -> None:
     base = Path(tempfile.mkdtemp(prefix="dsh-index-eq-"))
     root = base / "w"
     root.mkdir()

@@ -6,19 +6,25 @@ trigrams. docs/decisions.md has the measurements behind the choice. The index is
 (one SQLite file each, written by threads of their own: SQLite works without the GIL), a file's shard
 chosen by its path.
 
-Each shard has a `files` table: a file's path (workspace-relative bytes), the document that holds its
-text, its kind (`TEXT`; `BINARY`: holds a NUL, so only the text before its first NUL is indexed —
-ripgrep's walk never reports a match past it; `OPAQUE`: not indexed, every search reads it), and the
-stat signature of the version indexed. A search serves a file from here only if that signature is the
-file's current one (the workspace's business, store/index/workspace.py); anything else it reads itself.
+Each shard has a `files` table: a file's path (workspace-relative bytes), its kind (`TEXT`; `BINARY`:
+holds a NUL, so only the text before its first NUL is indexed — ripgrep's walk never reports a match
+past it; `OPAQUE`: not indexed, every search reads it), and the stat signature of the version indexed;
+and a `docs` table: the documents that hold a file's text, one per `CHUNK_BYTES` of it (each starting
+with the last two characters of the one before, so no trigram is lost at a seam), which bounds the
+memory a large file costs to index. A file of one document — nearly every file — is in the `grams`
+table, where one MATCH finds the documents that hold all of a query's trigrams; a file of several is in
+`big_grams`, looked up trigram by trigram and judged per file, since a literal can straddle a seam.
+A search serves a file from here only if that signature is the file's current one (the workspace's
+business, store/index/workspace.py); anything else it reads itself.
 
 A contentless FTS5 table cannot forget a document (SQLite ≥ 3.43's contentless_delete is not assumed),
-so a re-indexed file gets a new document and the old one becomes garbage that no file points to; a
-shard whose garbage passes a quarter of its documents is rebuilt.
+so a re-indexed file gets new documents and the old ones become garbage that no file points to (its
+`docs` rows go).
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import sqlite3
 import threading
@@ -28,9 +34,8 @@ from typing import NamedTuple
 
 from dsh_search.store.index.regex import And, Lit, Or, Query
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TEXT, BINARY, OPAQUE = 0, 1, 2
-MAX_INDEXED_BYTES = 16 << 20  # a file larger than this is OPAQUE: every search reads it
 TRIGRAMS_PER_LITERAL = 12  # a long literal asks for this many of its trigrams, spread over it
 
 
@@ -47,21 +52,69 @@ class Signature(NamedTuple):
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-class Extract(NamedTuple):
-    kind: int
-    text: str | None  # what the trigrams are taken from (None for OPAQUE)
+CHUNK_BYTES = 1 << 20  # a document holds at most this much of a file's text
 
 
-def extract(data: bytes) -> Extract:
-    """A file's indexable text, as ripgrep would search it (see the module's header)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 with a BOM: ripgrep transcodes it
-        return Extract(OPAQUE, None)
-    if data.startswith(b"\xef\xbb\xbf"):  # ripgrep drops a UTF-8 BOM
-        data = data[3:]
-    nul = data.find(b"\0")
-    if nul >= 0:
-        return Extract(BINARY, data[:nul].decode("utf-8", "replace"))
-    return Extract(TEXT, data.decode("utf-8", "replace"))
+class Text:
+    """A file's text as ripgrep would search it, decoded piece by piece from its chunks of bytes.
+
+    A UTF-16 byte-order mark makes it OPAQUE (ripgrep transcodes such a file; the index does not try);
+    a UTF-8 one is dropped, as ripgrep drops it; a NUL ends it and makes it BINARY. Iterating yields the
+    pieces to index (each beginning with the previous one's last two characters); `kind` is final once
+    the iteration is over."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.kind = TEXT
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        first = True
+        tail = ""
+        for raw in self._chunks:
+            chunk = raw
+            if first:
+                first = False
+                if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    self.kind = OPAQUE
+                    return
+                if chunk.startswith(b"\xef\xbb\xbf"):
+                    chunk = chunk[3:]
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                chunk = chunk[:nul]
+                self.kind = BINARY
+            piece = tail + decoder.decode(chunk, final=nul >= 0)
+            if len(piece) > len(tail):
+                yield piece
+            tail = piece[-2:]
+            if nul >= 0:
+                return
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield tail + rest
+
+
+def joined(text: Iterable[str], limit: int | None = None) -> str | None:
+    """`Text`'s pieces as one string again (each overlaps the text before it by up to two characters);
+    None when it is longer than `limit` characters."""
+    parts: list[str] = []
+    total = 0
+    for piece in text:
+        new = piece[min(2, total) :]
+        parts.append(new)
+        total += len(new)
+        if limit is not None and total > limit:
+            return None
+    return "".join(parts)
+
+
+def extract(data: bytes) -> tuple[int, str]:
+    """A whole file's kind and indexable text (for tests and small files): see `Text`."""
+    text = Text([data])
+    whole = joined(text)
+    assert whole is not None
+    return text.kind, whole
 
 
 def shard_of(path: bytes, shards: int) -> int:
@@ -90,9 +143,14 @@ def match_expression(query: Query) -> str | None:
     return plan(query, None).expression
 
 
+# Which trigrams a file must hold, as a tree: a trigram, or ("and" | "or", the subtrees).
+Need = str | tuple[str, tuple["Need", ...]]
+
+
 class Plan(NamedTuple):
     expression: str | None  # None: no constraint
     estimate: int  # at most this many documents can satisfy it (by document frequencies; -1: unknown)
+    need: Need | None = None  # the same constraint as a tree (None: no constraint)
 
 
 RAREST_PER_LITERAL = 3  # with document frequencies known, a literal asks for its rarest trigrams only
@@ -108,15 +166,20 @@ def plan(query: Query, frequency: Callable[[str], int] | None) -> Plan:
         if not grams:
             return Plan(None, -1)
         if frequency is None:
-            return Plan(" AND ".join(_quoted(g) for g in grams), -1)
+            return Plan(" AND ".join(_quoted(g) for g in grams), -1, ("and", tuple(grams)))
         counted = sorted((frequency(g), g) for g in grams)[:RAREST_PER_LITERAL]
-        return Plan(" AND ".join(_quoted(g) for _, g in counted), counted[0][0])
+        chosen = tuple(g for _, g in counted)
+        return Plan(" AND ".join(_quoted(g) for g in chosen), counted[0][0], ("and", chosen))
     if isinstance(query, And):
         parts = [p for p in (plan(q, frequency) for q in query.args) if p.expression is not None]
         if not parts:
             return Plan(None, -1)
         known = [p.estimate for p in parts if p.estimate >= 0]
-        return Plan(" AND ".join(f"({p.expression})" for p in parts), min(known) if known else -1)
+        return Plan(
+            " AND ".join(f"({p.expression})" for p in parts),
+            min(known) if known else -1,
+            ("and", tuple(p.need for p in parts if p.need is not None)),
+        )
     if isinstance(query, Or):
         alternatives: list[Plan] = []
         for q in query.args:
@@ -130,8 +193,25 @@ def plan(query: Query, frequency: Callable[[str], int] | None) -> Plan:
         return Plan(
             " OR ".join(f"({p.expression})" for p in alternatives),
             -1 if unknown else sum(p.estimate for p in alternatives),
+            ("or", tuple(p.need for p in alternatives if p.need is not None)),
         )
     return Plan(None, -1)  # ANY, or anything not understood: no constraint
+
+
+def _grams_of(need: Need) -> set[str]:
+    if isinstance(need, str):
+        return {need}
+    return set().union(*(_grams_of(part) for part in need[1]))
+
+
+def _holders(need: Need, holding: dict[str, set[bytes]]) -> set[bytes]:
+    """The files that satisfy `need`, given which files hold each trigram."""
+    if isinstance(need, str):
+        return holding[need]
+    sets = [_holders(part, holding) for part in need[1]]
+    if need[0] == "and":
+        return set.intersection(*sets) if sets else set()
+    return set().union(*sets)
 
 
 # --- a shard ---------------------------------------------------------------------------------------------------
@@ -152,14 +232,18 @@ class Shard:
                 """
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
                 CREATE TABLE IF NOT EXISTS files (
-                    path BLOB PRIMARY KEY, doc INTEGER, kind INTEGER,
+                    path BLOB PRIMARY KEY, kind INTEGER,
                     size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, ino INTEGER
                 ) WITHOUT ROWID;
-                CREATE INDEX IF NOT EXISTS files_doc ON files (doc);
+                CREATE TABLE IF NOT EXISTS docs (doc INTEGER PRIMARY KEY, path BLOB NOT NULL);
+                CREATE INDEX IF NOT EXISTS docs_path ON docs (path);
                 CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5 (
                     body, tokenize = 'trigram case_sensitive 1', detail = none, content = ''
                 );
                 CREATE VIRTUAL TABLE IF NOT EXISTS grams_vocab USING fts5vocab (grams, 'row');
+                CREATE VIRTUAL TABLE IF NOT EXISTS big_grams USING fts5 (
+                    body, tokenize = 'trigram case_sensitive 1', detail = none, content = ''
+                );
                 """
             )
             self.db.execute(
@@ -247,72 +331,144 @@ class Shard:
                 found.update(row[0] for row in self.reader.execute(query, chunk))
         return found
 
-    def candidates(self, expression: str, low: bytes, high: bytes | None) -> list[tuple[bytes, int]]:
-        """(path, kind) of the files in [low, high) whose indexed text satisfies `expression`, and of every
-        OPAQUE file there."""
+    def candidates(self, planned: Plan, low: bytes, high: bytes | None) -> list[tuple[bytes, int]]:
+        """(path, kind) of the files in [low, high) whose indexed text satisfies the plan, and of every
+        OPAQUE file there. A file of one document is looked up by the MATCH expression; a file of several
+        (`big_grams`) by which of its documents hold each trigram, the plan's tree judged per file: its
+        literals may straddle documents."""
+        assert planned.expression is not None and planned.need is not None
         sql, args = _range(
-            "SELECT f.path, f.kind FROM grams JOIN files f ON f.doc = grams.rowid WHERE grams MATCH ? AND",
+            "SELECT d.path, f.kind FROM grams JOIN docs d ON d.doc = grams.rowid "
+            "JOIN files f ON f.path = d.path WHERE grams MATCH ? AND",
             low,
             high,
-            "f.path",
+            "d.path",
+        )
+        big_sql, _ = _range(
+            "SELECT DISTINCT d.path FROM big_grams JOIN docs d ON d.doc = big_grams.rowid WHERE big_grams MATCH ? AND",
+            low,
+            high,
+            "d.path",
         )
         opaque_sql, opaque_args = _range("SELECT path, kind FROM files WHERE kind = 2 AND", low, high)
         with self.read_lock:
-            found = self.reader.execute(sql, (expression, *args)).fetchall()
+            found = self.reader.execute(sql, (planned.expression, *args)).fetchall()
             found += self.reader.execute(opaque_sql, opaque_args).fetchall()
+            if self.reader.execute("SELECT EXISTS (SELECT 1 FROM big_grams)").fetchone()[0]:
+                holding = {
+                    gram: {row[0] for row in self.reader.execute(big_sql, (_quoted(gram), *args))}
+                    for gram in _grams_of(planned.need)
+                }
+                found += [(path, TEXT) for path in _holders(planned.need, holding)]
         return found
 
     # -- writing (one writer thread) ------------------------------------------------------------------------
 
-    def put_many(self, items: Iterable[tuple[bytes, Signature, Extract]]) -> int:
-        """Index these versions of these files (each replacing any version indexed before), in one
-        transaction; returns how many."""
-        done = 0
-        with self.lock:
-            db = self.db
-            db.execute("BEGIN")
-            try:
-                docs = int(db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()[0])
-                garbage = 0
-                for path, sig, extracted in items:
-                    old = db.execute("SELECT doc FROM files WHERE path = ?", (path,)).fetchone()
-                    if old is not None and old[0] is not None:
-                        garbage += 1
-                    doc = None
-                    if extracted.text is not None:
-                        docs += 1
-                        doc = docs
-                        db.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (doc, extracted.text))
-                    db.execute(
-                        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (path, doc, extracted.kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino),
-                    )
-                    done += 1
-                db.execute("UPDATE meta SET value = ? WHERE key = 'docs'", (docs,))
-                db.execute("UPDATE meta SET value = value + ? WHERE key = 'garbage'", (garbage,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return done
+    def batch(self, commit_bytes: int | None = None) -> Batch:
+        """A transaction of writes (`with shard.batch() as batch: batch.put(...)`); with `commit_bytes`,
+        committed (and a new one begun) whenever that much text has been put since the last commit."""
+        return Batch(self, commit_bytes)
 
     def remove_many(self, paths: Iterable[bytes]) -> None:
-        with self.lock:
-            db = self.db
-            db.execute("BEGIN")
-            try:
-                garbage = 0
-                for path in paths:
-                    old = db.execute("SELECT doc FROM files WHERE path = ?", (path,)).fetchone()
-                    if old is None:
-                        continue
-                    garbage += old[0] is not None
-                    db.execute("DELETE FROM files WHERE path = ?", (path,))
-                db.execute("UPDATE meta SET value = value + ? WHERE key = 'garbage'", (garbage,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self.batch() as batch:
+            for path in paths:
+                batch.remove(path)
+
+
+class Batch:
+    """Writes to one shard in one transaction, by its writer thread."""
+
+    __slots__ = ("_commit_bytes", "_db", "_docs", "_garbage", "_pending", "_shard")
+
+    def __init__(self, shard: Shard, commit_bytes: int | None) -> None:
+        self._shard = shard
+        self._db = shard.db
+        self._docs = 0
+        self._garbage = 0
+        self._commit_bytes = commit_bytes
+        self._pending = 0  # text put since the last commit
+
+    def __enter__(self) -> Batch:
+        self._shard.lock.acquire()
+        try:
+            self._db.execute("BEGIN")
+            self._docs = int(self._db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()[0])
+        except BaseException:
+            self._shard.lock.release()
+            raise
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: object) -> None:
+        try:
+            if kind is None:
+                self._commit()
+            else:
+                self._db.execute("ROLLBACK")
+        finally:
+            self._shard.lock.release()
+
+    def _commit(self) -> None:
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'docs'", (self._docs,))
+        self._db.execute("UPDATE meta SET value = value + ? WHERE key = 'garbage'", (self._garbage,))
+        self._db.execute("COMMIT")
+        self._garbage = self._pending = 0
+
+    def _forget_docs(self, path: bytes) -> None:
+        gone = self._db.execute("DELETE FROM docs WHERE path = ?", (path,)).rowcount
+        self._garbage += max(0, gone)
+
+    def put(self, path: bytes, sig: Signature, text: Text) -> int:
+        """Index this version of this file (replacing any indexed before); returns its text's length. Its
+        first piece waits: a file of one piece is one document of `grams`, a file of more goes to
+        `big_grams`, where a lookup judges it per file (see `candidates`)."""
+        self._forget_docs(path)
+        size = 0
+        first: str | None = None
+        big = False
+        for piece in text:
+            size += len(piece)
+            if first is None and not big:
+                first = piece
+                continue
+            if first is not None:
+                self._document(path, first, "big_grams")
+                first, big = None, True
+            self._document(path, piece, "big_grams")
+        if first is not None:
+            self._document(path, first, "grams")
+        if text.kind == OPAQUE:
+            self._forget_docs(path)
+        self._row(path, sig, text.kind)
+        self._pending += size
+        return size
+
+    def _document(self, path: bytes, body: str, table: str) -> None:
+        self._docs += 1
+        self._db.execute(f"INSERT INTO {table} (rowid, body) VALUES (?, ?)", (self._docs, body))  # noqa: S608 (two names of ours)
+        self._db.execute("INSERT INTO docs VALUES (?, ?)", (self._docs, path))
+
+    def checkpoint(self) -> None:
+        """Commit, and go on in a new transaction, if `commit_bytes` of text were put since the last
+        commit (FTS5 holds a transaction's terms in memory until it commits: a build commits as it goes).
+        The caller calls it between files, never while a file's rows are half written."""
+        if self._commit_bytes is not None and self._pending >= self._commit_bytes:
+            self._commit()
+            self._db.execute("BEGIN")
+
+    def opaque(self, path: bytes, sig: Signature) -> None:
+        """This file is not indexed: every search reads it (it changed while it was read, say)."""
+        self._forget_docs(path)
+        self._row(path, sig, OPAQUE)
+
+    def remove(self, path: bytes) -> None:
+        self._forget_docs(path)
+        self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def _row(self, path: bytes, sig: Signature, kind: int) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            (path, kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino),
+        )
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -36,7 +36,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -44,7 +44,7 @@ from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobListing, GrepFiles
 from dsh_search.store.index import content
-from dsh_search.store.index.content import BINARY, OPAQUE, TEXT, Extract, Shard, Signature, shard_of
+from dsh_search.store.index.content import OPAQUE, TEXT, Shard, Signature, shard_of
 from dsh_search.store.index.listing import FileList, Matcher, Snapshot, Unsupported, whitelist
 from dsh_search.store.index.manager import ListGrepFiles, workspace_key
 from dsh_search.store.index.regex import NONE, Query, required
@@ -67,6 +67,8 @@ MAX_WALKED_DIRS = 16  # directories walked for files that hold a NUL; past it, w
 OVERLAY_COMPACT = 20000  # changes in the glob overlay past which a new snapshot is made
 MAINTAIN_AFTER_S = 0.2  # quiet time after events before the background catches up
 REINDEX_BATCH = 2000
+# Text indexed per transaction in a build: FTS5 keeps a transaction's terms in memory until it commits.
+BUILD_BATCH_BYTES = 8 << 20
 
 
 class Root(NamedTuple):
@@ -785,67 +787,91 @@ def _parents(paths: Iterable[bytes]) -> set[bytes]:
     return out
 
 
-def _read_file(root: bytes, path: bytes) -> tuple[Signature, Extract] | None:
-    """A file's indexable text and the signature of the version read; None when it cannot be opened as a
-    regular file, or changed while read."""
+class _Opened:
+    """One file opened to be read for the index: its signature when opened, its bytes chunk by chunk,
+    and whether it is still that version once read (else what was read may be a mix of two)."""
+
+    def __init__(self, root: bytes, path: bytes) -> None:
+        self.fd = -1
+        self.sig: Signature | None = None  # None: not a regular file that could be opened
+        self.failed = False
+        try:
+            self.fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+            st = os.fstat(self.fd)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode):
+            self.sig = Signature.of(st)
+
+    def __enter__(self) -> _Opened:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+    def chunks(self) -> Iterator[bytes]:
+        try:
+            while chunk := os.read(self.fd, content.CHUNK_BYTES):
+                yield chunk
+        except OSError:
+            self.failed = True
+
+    def intact(self) -> bool:
+        """Whether everything was read, of the version opened."""
+        if self.failed or self.sig is None:
+            return False
+        try:
+            return Signature.of(os.fstat(self.fd)) == self.sig
+        except OSError:
+            return False
+
+
+def _index_file(batch: content.Batch, root: bytes, path: bytes) -> tuple[int, bool]:
+    """Index the current version of one file grep reads. Returns (its text's size, whether it was read
+    cleanly). A file that cannot be read, or changed while read, is written OPAQUE — every search hands it
+    to ripgrep — until its next event has it read again."""
+    with _Opened(root, path) as opened:
+        if opened.sig is None:
+            batch.opaque(path, _lstat_signature(root, path))
+            return 0, False
+        size = batch.put(path, opened.sig, content.Text(opened.chunks()))
+        if not opened.intact():
+            batch.opaque(path, opened.sig)
+            return 0, False
+    batch.checkpoint()
+    return size, True
+
+
+def _lstat_signature(root: bytes, path: bytes) -> Signature:
     try:
-        fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return Signature.of(os.stat(os.path.join(root, path), follow_symlinks=False))
     except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        before = Signature.of(st)
-        if before.size > content.MAX_INDEXED_BYTES:
-            return before, Extract(OPAQUE, None)
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        after = Signature.of(os.fstat(fd))
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if after != before:
-        return None
-    return before, content.extract(b"".join(chunks))
+        return Signature(-1, 0, 0, 0)  # matches no file's
 
 
 def _index_shard(shard: Shard, root: bytes, paths: list[bytes], index: int, count: int) -> tuple[int, list[bytes]]:
     """Bring one shard up to date with the files grep reads: keep what is indexed at its current
     signature, index the rest, forget what grep no longer reads. Returns (bytes of text the shard now
-    covers, files that changed while read)."""
+    covers, files that could not be read cleanly)."""
     mine = [p for p in paths if shard_of(p, count) == index]
     known = {path: sig for path, sig, _kind in shard.signatures()}
     wanted = set(mine)
-    shard.remove_many([p for p in known if p not in wanted])
     total = 0
     unsettled: list[bytes] = []
-    batch: list[tuple[bytes, Signature, Extract]] = []
-    batch_bytes = 0
-    for path in mine:
-        old = known.get(path)
-        if old is not None:
-            try:
-                if Signature.of(os.stat(os.path.join(root, path), follow_symlinks=False)) == old:
-                    total += old.size
-                    continue
-            except OSError:
-                pass
-        read = _read_file(root, path)
-        if read is None:
-            unsettled.append(path)
-            continue
-        sig, extracted = read
-        batch.append((path, sig, extracted))
-        total += sig.size
-        batch_bytes += sig.size
-        if len(batch) >= 2000 or batch_bytes >= 32 << 20:
-            shard.put_many(batch)
-            batch, batch_bytes = [], 0
-    if batch:
-        shard.put_many(batch)
+    with shard.batch(commit_bytes=BUILD_BATCH_BYTES) as batch:
+        for path in known:
+            if path not in wanted:
+                batch.remove(path)
+        for path in mine:
+            old = known.get(path)
+            if old is not None and _lstat_signature(root, path) == old:
+                total += old.size
+                continue
+            size, clean = _index_file(batch, root, path)
+            total += size
+            if not clean:
+                unsettled.append(path)
     return total, unsettled
 
 
@@ -878,28 +904,28 @@ def _remove(shards: list[Shard], paths: list[bytes]) -> None:
 
 def _reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: set[bytes]) -> list[bytes]:
     """Index the current version of each path grep reads (an indexed one, or a new member); forget the
-    ones that are gone. Returns the paths now current in the index (or not grep's at all)."""
+    ones that are gone. Returns the paths now settled in the index (or not grep's at all)."""
     count = len(shards)
     present = set().union(*(s.present(paths) for s in shards)) | new_members
-    per_shard: list[list[tuple[bytes, Signature, Extract]]] = [[] for _ in shards]
-    gone: list[bytes] = []
     done: list[bytes] = []
+    per_shard: list[list[bytes]] = [[] for _ in shards]
     for path in paths:
-        if path not in present:
+        if path in present:
+            per_shard[shard_of(path, count)].append(path)
+        else:
             done.append(path)  # not a file grep reads: nothing to index
+    for shard, mine in zip(shards, per_shard, strict=True):
+        if not mine:
             continue
-        read = _read_file(root, path)
-        if read is None:
-            if not os.path.lexists(os.path.join(root, path)):
-                gone.append(path)
-                done.append(path)
-            continue
-        per_shard[shard_of(path, count)].append((path, *read))
-        done.append(path)
-    for shard, items in zip(shards, per_shard, strict=True):
-        if items:
-            shard.put_many(items)
-    _remove(shards, gone)
+        with shard.batch() as batch:
+            for path in mine:
+                if not os.path.lexists(os.path.join(root, path)):
+                    batch.remove(path)
+                    done.append(path)
+                    continue
+                _size, clean = _index_file(batch, root, path)
+                if clean:
+                    done.append(path)
     return done
 
 
@@ -928,24 +954,30 @@ def _query(
     the caller knows —, the indexed candidates there, which changed paths grep reads)."""
     members = shard.present(changed) if changed else set()
     total = 0 if whole else shard.count(low, high)
-    found = shard.candidates(planned.expression, low, high) if planned.expression is not None else []
+    found = shard.candidates(planned, low, high) if planned.expression is not None else []
     return total, found, members
 
 
+MAX_JUDGED_CHARS = 16 << 20  # a changed file with more text than this is a candidate unread
+
+
 def _read_changed(root: bytes, paths: list[bytes], query: Query) -> list[tuple[bytes, int]]:
-    """Changed files grep reads, as candidates: each read now and judged by the pattern's literals."""
+    """Changed files grep reads, as candidates: each read now and judged by the pattern's literals. A
+    file that cannot be judged (unreadable, changing as it is read, too large) is a candidate that
+    ripgrep finds by walking, so it reads the file as its walk would."""
     out = []
     for path in paths:
-        read = _read_file(root, path)
-        if read is None:
-            if os.path.isfile(os.path.join(root, path)):
-                out.append((path, BINARY))  # changing as we look: ripgrep's walk reads it as it is
-            continue
-        _sig, extracted = read
-        if extracted.text is None:
-            out.append((path, BINARY))
-        elif query.holds(extracted.text):
-            out.append((path, extracted.kind))
+        with _Opened(root, path) as opened:
+            if opened.sig is None:
+                if os.path.isfile(os.path.join(root, path)):
+                    out.append((path, OPAQUE))
+                continue
+            text = content.Text(opened.chunks())
+            whole = content.joined(text, MAX_JUDGED_CHARS)
+            if whole is None or text.kind == OPAQUE or not opened.intact():
+                out.append((path, OPAQUE))
+            elif query.holds(whole):
+                out.append((path, text.kind))
     return out
 
 

@@ -193,6 +193,11 @@ def _implies(p: Query, q: Query, budget: _Budget) -> bool:
         return True
     if isinstance(p, Lit) and isinstance(q, Lit):
         return q.text in p.text
+    if isinstance(q, Or) and _all_lits(q) and _all_lits(p):  # literals only: the same answer, quicker
+        budget.left -= _size(p) * _size(q)
+        needles = [b.text for b in q.args if isinstance(b, Lit)]
+        haystacks = [a.text for a in (p.args if isinstance(p, Or) else (p,)) if isinstance(a, Lit)]
+        return all(any(b in a for b in needles) for a in haystacks)
     if isinstance(p, Or):
         return all(_implies(a, q, budget) for a in p.args)
     if isinstance(q, And):
@@ -200,6 +205,10 @@ def _implies(p: Query, q: Query, budget: _Budget) -> bool:
     if isinstance(q, Or) and any(_implies(p, b, budget) for b in q.args):
         return True
     return isinstance(p, And) and any(_implies(a, q, budget) for a in p.args)
+
+
+def _all_lits(q: Query) -> bool:
+    return isinstance(q, Lit) or (isinstance(q, Or) and all(isinstance(a, Lit) for a in q.args))
 
 
 def _value(q: Query) -> int:
@@ -225,11 +234,21 @@ def _and(*qs: Query, budget: _Budget | None = None) -> Query:
             flat.append(q)
     kept: list[Query] = []
     budget = budget or _Budget(_IMPLY_STEPS)
-    for q in dict.fromkeys(flat):
-        if any(_implies(k, q, budget) for k in kept):
-            continue
-        kept = [k for k in kept if not _implies(q, k, budget)]
-        kept.append(q)
+    unique = list(dict.fromkeys(flat))
+    if all(isinstance(q, Lit) for q in unique):  # the common case, quicker: drop what a longer one contains
+        texts = sorted((q.text for q in unique if isinstance(q, Lit)), key=len, reverse=True)
+        budget.left -= len(texts) ** 2
+        kept_texts: list[str] = []
+        for t in texts:
+            if not any(t in k for k in kept_texts):
+                kept_texts.append(t)
+        kept = [q for q in unique if isinstance(q, Lit) and q.text in kept_texts]
+    else:
+        for q in unique:
+            if any(_implies(k, q, budget) for k in kept):
+                continue
+            kept = [k for k in kept if not _implies(q, k, budget)]
+            kept.append(q)
     if len(kept) > MAX_AND or sum(_size(k) for k in kept) > MAX_NODES:
         ranked = sorted(range(len(kept)), key=lambda i: -_value(kept[i]))
         chosen: set[int] = set()
@@ -259,11 +278,21 @@ def _or(*qs: Query, budget: _Budget | None = None) -> Query:
         return _factor(flat) if all(isinstance(q, Lit) for q in flat) else ANY
     kept: list[Query] = []
     budget = budget or _Budget(_IMPLY_STEPS)
-    for q in dict.fromkeys(flat):
-        if any(_implies(q, k, budget) for k in kept):
-            continue
-        kept = [k for k in kept if not _implies(k, q, budget)]
-        kept.append(q)
+    unique = list(dict.fromkeys(flat))
+    if all(isinstance(q, Lit) for q in unique):  # the common case, quicker: drop what contains a shorter one
+        texts = sorted((q.text for q in unique if isinstance(q, Lit)), key=len)
+        budget.left -= len(texts) ** 2
+        kept_texts: set[str] = set()
+        for t in texts:
+            if not any(k in t for k in kept_texts):
+                kept_texts.add(t)
+        kept = [q for q in unique if isinstance(q, Lit) and q.text in kept_texts]
+    else:
+        for q in unique:
+            if any(_implies(q, k, budget) for k in kept):
+                continue
+            kept = [k for k in kept if not _implies(k, q, budget)]
+            kept.append(q)
     if not kept:
         return NONE
     if len(kept) == 1:

@@ -107,6 +107,12 @@ REGRESSIONS: list[tuple[str, list[bytes], list[bytes]]] = [
     ("a(?i)b|c", [b"aB", b"C"], [b"Ab"]),  # (?i) lasts past the |
     ("(?i)a(?-i)b|C", [b"Ab", b"C"], [b"c", b"AB"]),
     ("(?i)[k--K]", [], [b"k", b"K", KELVIN.encode()]),
+    ("(?i)(?-i:a)b", [b"aB"], [b"AB"]),  # a group's flags end with it
+    ("(?i)x|(?-i)y|z", [b"X", b"y", b"z"], [b"Y", b"Z"]),
+    ("[abc--[b&&\\d]]", [b"b"], [b"d"]),  # b is no digit: nothing is subtracted
+    ("c(?:ab){2,3}d", [b"cabababd", b"cababd"], [b"cabd"]),
+    ("(?-u:\\xE9)x", [b"\xe9x"], ["éx".encode()]),  # under (?-u), \xE9 is a byte
+    ("(?-u:é)x", ["éx".encode()], [b"\xe9x"]),  # a character written as itself is UTF-8 still
     ("[a&&b]|x", [b"x"], [b"ab"]),
     ("[[a-c]--b]z", [b"az"], [b"bz"]),
     ("[a-c~~b-d]z", [b"az", b"dz"], [b"bz"]),

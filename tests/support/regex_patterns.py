@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 
 class Piece(NamedTuple):
     pattern: str
-    samples: tuple[str, ...]  # strings this piece probably matches: hints, not a specification
+    # Strings this piece probably matches: hints, not a specification. A raw byte (what \xNN means
+    # under (?-u)) is a surrogate escape, U+DC80-U+DCFF; texts encode with errors="surrogateescape".
+    samples: tuple[str, ...]
 
 
 ASCII_CHARS = "abcksxyzABKS019_ -"
-FULL_CHARS = ASCII_CHARS + "éÉßſ\u212aλΛ☺日😀\t\r#~&%/"
+FULL_CHARS = ASCII_CHARS + "éÉßſ\u212aλΛ☺日😀\t\r#~&%/ÿ\x85"
 RUST_META = set("\\.+*?()|[]{}^$#&-~")
 PYTHON_META = set("\\.+*?()|[]{}^$")
 # Characters whose case variants ripgrep's (?i) matches (simple case folding), and a few others.
@@ -43,7 +45,7 @@ CASE_VARIANTS = {
     "ß": "ßẞ",
 }
 NOISE = ["", " ", "x", "_", "é", "K", "\t", "日", "ab", "Ab", "\n"]
-INVALID_UTF8 = [b"\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xed\xa0\x80", b"\x80"]
+INVALID_UTF8 = [b"\xff", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xed\xa0\x80", b"\x80", b"\xe9", b"\x85"]
 
 
 def _case_variants(c: str) -> str:
@@ -66,8 +68,10 @@ def literal(draw: st.DrawFn, python_compatible: bool) -> Piece:
     form = draw(st.integers(0, 9))
     if form == 0:
         spelled = f"\\x{{{ord(c):X}}}"
-    elif form == 1 and ord(c) < 0x80:
-        spelled = f"\\x{ord(c):02x}"
+    elif form == 1 and ord(c) < 0x100:
+        spelled = f"\\x{ord(c):02x}"  # under (?-u), above 0x7F: a byte, not a character
+        if ord(c) >= 0x80:
+            return Piece(spelled, (c, chr(0xDC00 + ord(c))))
     elif form == 2 and ord(c) < 0x10000:
         spelled = f"\\u{ord(c):04X}"
     elif form == 3:
@@ -78,6 +82,9 @@ def literal(draw: st.DrawFn, python_compatible: bool) -> Piece:
         spelled = "\\t"
     elif form == 6 and c.isascii() and not c.isalnum() and c not in "<>":
         spelled = "\\" + c  # a superfluous escape (and necessary for meta characters)
+    elif form == 7:
+        byte = draw(st.sampled_from([0xE9, 0xC9, 0xFF, 0x85, 0xDF]))
+        return Piece(f"(?-u:\\x{byte:02X})", (chr(0xDC00 + byte), chr(byte)))
     else:
         spelled = escape(c, False)
     return Piece(spelled, (c,))
@@ -124,6 +131,19 @@ CLASS_ITEMS_FULL = [
 ]
 
 
+# Set operations whose right side is only known as a superset (through \d, \w): a subtraction must not
+# take away what it might not contain.
+CLASS_TEMPLATES = [
+    ("[{a}--[{b}&&\\d]]", "a"),
+    ("[{a}--[{b}&&\\w]]", "a"),
+    ("[{a}&&[{b}--\\d]]", "ab"),
+    ("[{a}--[{b}--{a}]]", "a"),
+    ("[{a}~~[{b}&&\\pL]]", "ab"),
+    ("[[{a}]--{b}]", "a"),
+    ("[{a}&&{b}]", "ab"),
+]
+
+
 def _class_samples(items: list[str]) -> list[str]:
     samples: list[str] = []
     for item in items:
@@ -141,6 +161,12 @@ def _class_samples(items: list[str]) -> list[str]:
 @st.composite
 def char_class(draw: st.DrawFn, python_compatible: bool, depth: int = 0) -> Piece:
     pool = CLASS_ITEMS_PYTHON if python_compatible else CLASS_ITEMS_FULL
+    if not python_compatible and draw(st.integers(0, 4)) == 0:
+        template, sampled = draw(st.sampled_from(CLASS_TEMPLATES))
+        sides = {name: draw(st.text(alphabet="abcdxK19_é", min_size=1, max_size=4)) for name in "ab"}
+        negated = "^" if draw(st.integers(0, 5)) == 0 else ""
+        samples = tuple(c for name in sampled for c in sides[name]) if not negated else ("é", "#", "Q", "7")
+        return Piece(template.format(**sides).replace("[", "[" + negated, 1), samples)
     items = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4))
     # a leading '^' would negate and a leading ']' is a literal; '-' must not make an accidental range
     body_items = [i for i in items if not (i in ("-", "^") and python_compatible)] or ["a"]
@@ -155,7 +181,7 @@ def char_class(draw: st.DrawFn, python_compatible: bool, depth: int = 0) -> Piec
         elif extra in (2, 3, 4) and depth < 2:
             op = {2: "&&", 3: "--", 4: "~~"}[extra]
             other = draw(char_class(False, depth + 1))
-            body += op + other.pattern.strip("[]^")
+            body += op + (other.pattern if draw(st.booleans()) else other.pattern.strip("[]^"))
         elif extra == 5:
             body = "]" + body  # a literal ']' first
             samples.append("]")
@@ -212,6 +238,7 @@ def atom(draw: st.DrawFn, python_compatible: bool) -> Piece:
     return draw(literal(python_compatible))
 
 
+INLINE_FLAGS = ["(?i)", "(?i)", "(?-i)", "(?x)", "(?-u)", "(?s)", "(?i-u)", "(?u)"]
 FLAG_GROUPS_PYTHON = ["(?i:", "(?-i:", "(?s:", "(?m:"]
 FLAG_GROUPS_FULL = [
     *FLAG_GROUPS_PYTHON,
@@ -223,6 +250,8 @@ FLAG_GROUPS_FULL = [
     "(?is:",
     "(?u:",
     "(?iU-s:",
+    "(?-i:",
+    "(?-u:",
 ]
 
 
@@ -243,18 +272,25 @@ def piece(draw: st.DrawFn, python_compatible: bool, depth: int = 0, counter: lis
     if kind == 3:  # concatenation
         parts = draw(st.lists(piece(python_compatible, depth + 1, counter), min_size=2, max_size=4))
         pattern = "".join(p.pattern for p in parts)
-        if not python_compatible and draw(st.integers(0, 5)) == 0:
-            pattern = draw(st.sampled_from(["(?i)", "(?-i)", "(?x)", "(?-u)", "(?s)", "(?i-u)"])) + pattern
+        if not python_compatible and draw(st.integers(0, 3)) == 0:
+            pattern = draw(st.sampled_from(INLINE_FLAGS)) + pattern
         return Piece(pattern, _combine(draw, parts))
     if kind == 4:  # alternation, in a group
         parts = draw(st.lists(piece(python_compatible, depth + 1, counter), min_size=2, max_size=3))
+        branches = [p.pattern for p in parts]
+        if not python_compatible:  # a flag set in one branch lasts into the next ones
+            for i in range(len(branches)):
+                if draw(st.integers(0, 3)) == 0:
+                    branches[i] = draw(st.sampled_from(INLINE_FLAGS)) + branches[i]
         open_ = draw(st.sampled_from(["(", "(?:"]))
-        return Piece(open_ + "|".join(p.pattern for p in parts) + ")", tuple(s for p in parts for s in p.samples))
-    if kind == 5:  # a group
+        return Piece(open_ + "|".join(branches) + ")", tuple(s for p in parts for s in p.samples))
+    if kind == 5:  # a group, half the time with flags
         inner = draw(piece(python_compatible, depth + 1, counter))
         counter[0] += 1
-        kinds = ["(", "(?:", f"(?P<g{counter[0]}>"]
-        kinds += FLAG_GROUPS_PYTHON if python_compatible else [*FLAG_GROUPS_FULL, f"(?<n{counter[0]}>"]
+        if draw(st.booleans()):
+            kinds = FLAG_GROUPS_PYTHON if python_compatible else FLAG_GROUPS_FULL
+        else:
+            kinds = ["(", "(?:", f"(?P<g{counter[0]}>", *([] if python_compatible else [f"(?<n{counter[0]}>"])]
         return Piece(draw(st.sampled_from(kinds)) + inner.pattern + ")", inner.samples)
     if kind in (6, 7):  # a repetition (of a group, so that it never repeats a repetition)
         inner = draw(piece(python_compatible, depth + 1, counter))
@@ -267,11 +303,16 @@ def piece(draw: st.DrawFn, python_compatible: bool, depth: int = 0, counter: lis
             )
         )
         lazy = "?" if draw(st.integers(0, 4)) == 0 else ""
-        count = draw(st.integers(lo, hi))
+        count = draw(st.sampled_from([lo, hi, hi, draw(st.integers(lo, hi))]))
         samples = tuple("".join(draw(st.sampled_from(inner.samples)) for _ in range(count)) for _ in range(2))
         return Piece(operand + op + lazy, samples)
     if kind == 8:
-        return draw(literal_run(python_compatible))
+        run = draw(literal_run(python_compatible))
+        if not python_compatible and draw(st.integers(0, 2)) == 0:  # flags that end with their group
+            scoped = draw(st.sampled_from(["(?-i:", "(?-u:", "(?i:", "(?u:", "(?-x:"]))
+            rest = draw(literal_run(False))
+            return Piece(scoped + run.pattern + ")" + rest.pattern, _combine(draw, [run, rest]))
+        return run
     if python_compatible:
         return draw(atom(True))
     # odd corners: ripgrep's (?:…) wrapping, (?x) spacing and comments, empty alternatives, junk
@@ -298,12 +339,15 @@ def _single(pattern: str) -> bool:
 
 @st.composite
 def patterns(draw: st.DrawFn, python_compatible: bool) -> Piece:
-    return draw(piece(python_compatible))
+    found = draw(piece(python_compatible))
+    if not python_compatible and draw(st.integers(0, 3)) == 0:
+        found = Piece("(?i)" + found.pattern, found.samples)  # case folding is where most can go wrong
+    return found
 
 
 def mutate_case(draw: st.DrawFn, text: str) -> str:
     """Some characters of text replaced by a case variant (including the ones only (?i) knows)."""
-    if not text or draw(st.integers(0, 2)) != 0:
+    if not text or draw(st.booleans()):
         return text
     return "".join(draw(st.sampled_from(_case_variants(c))) if draw(st.booleans()) else c for c in text)
 
@@ -323,7 +367,7 @@ def texts(draw: st.DrawFn, samples: tuple[str, ...], python_compatible: bool) ->
                 text = mutate_case(draw, text)
             elif not text.isascii():
                 text = ""
-            parts.append(text.encode())
+            parts.append(text.encode("utf-8", "surrogateescape"))
         elif choice <= 4:
             parts.append(draw(st.sampled_from(noise)).encode())
         elif python_compatible:

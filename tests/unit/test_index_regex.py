@@ -62,6 +62,7 @@ SHAPES: list[tuple[str, Query]] = [
     ("[0-9]x", lits(*(f"{d}x" for d in range(10)))),
     ("x[[:digit:]]", lits(*(f"x{d}" for d in range(10)))),
     ("[[:alpha:]]foo", Lit("foo")),
+    ("[:alpha:]x", lits(":x", "ax", "hx", "lx", "px")),  # a POSIX class only inside brackets
     ("[^a]bc", Lit("bc")),
     (r"[\d]x", Lit("x")),
     (r"\w+_ops", Lit("_ops")),

@@ -29,9 +29,11 @@ The rules, and why:
 - **Classes are character sets, when small.** A bracketed class is evaluated as a set (ranges, ASCII
   classes, nesting, set operations, folding) when that is exact or a safe superset; negated classes,
   `.`, `\\d`, `\\w`, `\\p{..}` and large sets are one unknown character.
-- **Bounded.** Sets hold at most `MAX_SET` strings of at most `MAX_LEN` characters, queries at most
-  `MAX_NODES` nodes, nesting `MAX_DEPTH` levels, and the work a budget; past any bound the piece, or
-  the whole pattern, answers ANY. `required` never raises.
+- **Bounded.** Sets hold at most `MAX_SET` strings of at most `MAX_LEN` characters (larger ones are
+  cut to shorter prefixes or suffixes), queries at most `MAX_NODES` nodes (conjuncts dropped), and
+  the work of one pattern a budget: when it runs out, the rest of the pattern counts as any string. A
+  pattern longer than `MAX_PATTERN` or nested deeper than `MAX_DEPTH` answers ANY. `required` never
+  raises.
 
 The analysis is Russ Cox's (codesearch, `index/regexp.go`): for each sub-expression the set of strings
 it matches when small (`exact`), else the sets every match starts and ends with and a query every match
@@ -166,7 +168,7 @@ MAX_NODES: Final = 1024  # nodes in any query
 MAX_DEPTH: Final = 100  # nesting of the parsed pattern (ripgrep's own limit is 250)
 MAX_PATTERN: Final = 1 << 15  # characters of a pattern analysed at all (parsing is not budgeted)
 BUDGET: Final = 300_000  # work units for one pattern (one unit is roughly 50-400 ns)
-_IMPLY_STEPS: Final = 40_000  # budget of one simplification outside an analysis
+_IMPLY_STEPS: Final = 100_000  # budget of one simplification outside an analysis
 _IMPLY_STEP: Final = 10  # the cost of one step of an implication test, in budget units
 _STEP: Final = 60  # the cost of one step of the walk, in budget units
 
@@ -274,10 +276,10 @@ def _or(*qs: Query, budget: _Budget | None = None) -> Query:
             flat.extend(q.args)
         elif q is not NONE:
             flat.append(q)
-    if len(flat) > 4 * MAX_SET:
-        return _factor(flat) if all(isinstance(q, Lit) for q in flat) else ANY
-    kept: list[Query] = []
     budget = budget or _Budget(_IMPLY_STEPS)
+    if len(flat) > 4 * MAX_SET:  # too many to simplify one by one
+        return _factor(flat, budget) if all(isinstance(q, Lit) for q in flat) else ANY
+    kept: list[Query] = []
     unique = list(dict.fromkeys(flat))
     if all(isinstance(q, Lit) for q in unique):  # the common case, quicker: drop what contains a shorter one
         texts = sorted((q.text for q in unique if isinstance(q, Lit)), key=len)
@@ -298,9 +300,9 @@ def _or(*qs: Query, budget: _Budget | None = None) -> Query:
     if len(kept) == 1:
         return kept[0]
     if len(kept) > FACTOR_OVER and all(isinstance(q, Lit) for q in kept):
-        common = _common_substring([q.text for q in kept if isinstance(q, Lit)])
-        if len(common) >= 3 or len(kept) > MAX_SET:
-            return _lit(common)
+        common = _factor(kept, budget)
+        if (isinstance(common, Lit) and len(common.text) >= 3) or len(kept) > MAX_SET:
+            return common
     if len(kept) > MAX_SET:
         return ANY
     if 1 + sum(_size(k) for k in kept) > MAX_NODES:
@@ -311,8 +313,14 @@ def _or(*qs: Query, budget: _Budget | None = None) -> Query:
     return Or(tuple(kept))
 
 
-def _factor(qs: Sequence[Query]) -> Query:
-    return _lit(_common_substring([q.text for q in qs if isinstance(q, Lit)]))
+def _factor(lits: Sequence[Query], budget: _Budget) -> Query:
+    """Lit(the longest substring every one of these literals contains), or ANY; bounded."""
+    texts = [q.text for q in lits if isinstance(q, Lit)]
+    cost = len(texts) * 256  # the binary search over the substrings of the shortest one, short-circuiting
+    if len(texts) > 16 * MAX_SET or budget.left < cost:
+        return ANY
+    budget.left -= cost
+    return _lit(_common_substring(texts))
 
 
 def _shrink(q: Query, room: int) -> Query:

@@ -248,6 +248,7 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
             got = await run(pair.indexed, root, call)
             if got != expected and os.environ.get("DSH_INDEX_DEBUG"):
                 debug(pair.workspace, root, call, history)
+                print("DEBUG index answered", got, "\nDEBUG the walk answered", expected)
             assert got == expected, (call, history)
             TALLY["calls"] += 1
         history.append(edit(root, data))

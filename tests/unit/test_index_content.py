@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dsh_search.store.index import content
 from dsh_search.store.index.content import BINARY, OPAQUE, TEXT, Shard, Signature, Text, joined
 from dsh_search.store.index.regex import required
-from dsh_search.store.index.workspace import _index_file, _Opened, _read_changed
+from dsh_search.store.index.workspace import _index_file, _index_shard, _Opened, _read_changed
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -106,10 +106,13 @@ def test_a_shard_finds_a_literal_across_a_chunk_seam(shard: Shard) -> None:
     assert sorted(shard.candidates(planned, b"", None))[-1] == (b"b/three", TEXT)
     other = content.plan(required("needle|nothing"), None)
     assert [p for p, _ in sorted(shard.candidates(other, b"a/", b"a0"))] == [b"a/one", b"a/split", b"a/two", b"a/wide"]
+    with shard.batch() as batch:
+        batch.put(b"a/bin", SIG, Text([b"a need", b"le\0 and"]))  # big and binary: walked to, never named
+    assert (b"a/bin", BINARY) in shard.candidates(planned, b"a/", b"a0")
     both = content.plan(required("xxxx.*needle"), None)
     assert [p for p, _ in sorted(shard.candidates(both, b"a/", b"a0"))] == [b"a/one", b"a/wide"]
-    assert shard.count(b"", None) == 5
-    assert list(shard.paths(b"a/", b"a0")) == [b"a/one", b"a/split", b"a/two", b"a/wide"]
+    assert shard.count(b"", None) == 6
+    assert list(shard.paths(b"a/", b"a0")) == [b"a/bin", b"a/one", b"a/split", b"a/two", b"a/wide"]
     assert shard.present([b"a/one", b"gone"]) == {b"a/one"}
     assert shard.signature(b"a/one") == (SIG, TEXT)
 
@@ -204,3 +207,28 @@ def test_changed_files_are_judged_by_the_pattern(tmp_path: Path) -> None:
     root = bytes(tmp_path)
     found = _read_changed(root, [b"hit", b"miss", b"bin", b"late", b"wide", b"gone"], required("needle"))
     assert found == [(b"hit", TEXT), (b"bin", BINARY), (b"wide", OPAQUE)]
+
+
+def test_an_update_merges_the_listing_with_the_index_a_page_at_a_time(
+    tmp_path: Path, shard: Shard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(content, "PAGE_ROWS", 3)  # pages end between the paths written
+    root = tmp_path / "w"
+    root.mkdir()
+    for i in range(0, 20, 2):
+        (root / f"f{i:02d}").write_bytes(b"old %d" % i)
+    first = b"\0".join(sorted(p.name.encode() for p in root.iterdir()))
+    _index_shard(shard, bytes(root), first, 0, 1)
+    for i in range(20):  # the odd ones are new, every fourth one changes, and f10..f14 leave the listing
+        if i % 2 or i % 4 == 0:
+            (root / f"f{i:02d}").write_bytes(b"new content %d" % i)
+    listed = [f"f{i:02d}".encode() for i in range(20) if not 10 <= i <= 14]
+    total, unsettled = _index_shard(shard, bytes(root), b"\0".join(reversed(listed)), 0, 1)
+    assert unsettled == []
+    rows = dict(shard.signatures())
+    assert sorted(rows) == listed
+    for path, sig in rows.items():
+        assert sig == Signature.of(os.stat(root / os.fsdecode(path)))
+    assert total == sum(len((root / os.fsdecode(p)).read_bytes()) for p in listed)
+    found = shard.candidates(content.plan(required("new content"), None), b"", None)
+    assert sorted(p for p, _ in found) == sorted(p for p in listed if int(p[1:]) % 2 or int(p[1:]) % 4 == 0)

@@ -29,6 +29,7 @@ import os
 import sqlite3
 import threading
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
@@ -270,14 +271,17 @@ class Shard:
 
     # -- reading -----------------------------------------------------------------------------------------
 
-    def signatures(self) -> Iterator[tuple[bytes, Signature, int]]:
-        """(path, signature, kind) of every file, by path."""
-        with self.lock:
-            rows = self.db.execute(
-                "SELECT path, size, mtime_ns, ctime_ns, ino, kind FROM files ORDER BY path"
-            ).fetchall()
-        for path, size, mtime, ctime, ino, kind in rows:
-            yield path, Signature(size, mtime, ctime, ino), kind
+    def signatures(self) -> Iterator[tuple[bytes, Signature]]:
+        """(path, signature) of every file, by path, read a page at a time as they are asked for."""
+        after = b""
+        while True:
+            with self.read_lock:
+                page = self.reader.execute(_PAGE_SQL, (after, PAGE_ROWS)).fetchall()
+            for path, *sig in page:
+                yield path, Signature(*sig)
+            if len(page) < PAGE_ROWS:
+                return
+            after = page[-1][0]
 
     def signature(self, path: bytes) -> tuple[Signature, int] | None:
         with self.read_lock:
@@ -345,7 +349,8 @@ class Shard:
             "d.path",
         )
         big_sql, _ = _range(
-            "SELECT DISTINCT d.path FROM big_grams JOIN docs d ON d.doc = big_grams.rowid WHERE big_grams MATCH ? AND",
+            "SELECT DISTINCT d.path, f.kind FROM big_grams JOIN docs d ON d.doc = big_grams.rowid "
+            "JOIN files f ON f.path = d.path WHERE big_grams MATCH ? AND",
             low,
             high,
             "d.path",
@@ -355,11 +360,13 @@ class Shard:
             found = self.reader.execute(sql, (planned.expression, *args)).fetchall()
             found += self.reader.execute(opaque_sql, opaque_args).fetchall()
             if self.reader.execute("SELECT EXISTS (SELECT 1 FROM big_grams)").fetchone()[0]:
-                holding = {
-                    gram: {row[0] for row in self.reader.execute(big_sql, (_quoted(gram), *args))}
-                    for gram in _grams_of(planned.need)
-                }
-                found += [(path, TEXT) for path in _holders(planned.need, holding)]
+                kinds: dict[bytes, int] = {}
+                holding: dict[str, set[bytes]] = {}
+                for gram in _grams_of(planned.need):
+                    rows = self.reader.execute(big_sql, (_quoted(gram), *args)).fetchall()
+                    kinds.update(rows)
+                    holding[gram] = {path for path, _kind in rows}
+                found += [(path, kinds[path]) for path in _holders(planned.need, holding)]
         return found
 
     # -- writing (one writer thread) ------------------------------------------------------------------------
@@ -373,6 +380,10 @@ class Shard:
         with self.batch() as batch:
             for path in paths:
                 batch.remove(path)
+
+
+PAGE_ROWS = 1000
+_PAGE_SQL = "SELECT path, size, mtime_ns, ctime_ns, ino FROM files WHERE path > ? ORDER BY path LIMIT ?"
 
 
 class Batch:
@@ -455,6 +466,10 @@ class Batch:
             self._commit()
             self._db.execute("BEGIN")
 
+    def indexed(self) -> Indexed:
+        """The files indexed so far, in path order, as this batch sees them (see `Indexed`)."""
+        return Indexed(self._db)
+
     def opaque(self, path: bytes, sig: Signature) -> None:
         """This file is not indexed: every search reads it (it changed while it was read, say)."""
         self._forget_docs(path)
@@ -469,6 +484,44 @@ class Batch:
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
             (path, kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino),
         )
+
+
+class Indexed:
+    """A shard's indexed files in path order, read a page at a time through the connection that writes
+    them, for a merge with a sorted list of paths: `before(p)` yields (and passes) the files before p,
+    `take(p)` passes p and returns its signature if it is indexed. The writer may write any path once it
+    was the argument of `take`: a page is read only past the last row of the one before, and every row
+    of the next page is past the paths already taken, so no write is read back as an indexed file."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._rows: deque[tuple[bytes, int, int, int, int]] = deque()
+        self._after = b""
+        self._done = False
+
+    def _fill(self) -> None:
+        if self._rows or self._done:
+            return
+        page = self._db.execute(_PAGE_SQL, (self._after, PAGE_ROWS)).fetchall()
+        self._rows.extend(page)
+        self._done = len(page) < PAGE_ROWS
+        if page:
+            self._after = page[-1][0]
+
+    def before(self, path: bytes | None) -> Iterator[bytes]:
+        """The indexed paths before `path` (None: all that are left), passed."""
+        while True:
+            self._fill()
+            if not self._rows or (path is not None and self._rows[0][0] >= path):
+                return
+            yield self._rows.popleft()[0]
+
+    def take(self, path: bytes) -> Signature | None:
+        for _ in self.before(path):
+            raise AssertionError("take() follows before() of the same path")
+        if self._rows and self._rows[0][0] == path:
+            return Signature(*self._rows.popleft()[1:])
+        return None
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -34,6 +34,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -45,7 +46,7 @@ from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobListing, GrepFiles
 from dsh_search.store.index import content
 from dsh_search.store.index.content import OPAQUE, TEXT, Shard, Signature, shard_of
-from dsh_search.store.index.listing import FileList, Matcher, Snapshot, Unsupported, whitelist
+from dsh_search.store.index.listing import FileList, Matcher, Snapshot, Unsupported, entry_key, split_key, whitelist
 from dsh_search.store.index.manager import ListGrepFiles, workspace_key
 from dsh_search.store.index.regex import NONE, Query, required
 from dsh_search.store.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, Event, Watcher, WatchLimit
@@ -212,16 +213,21 @@ class Workspace:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
             self._watcher = Watcher(self.root_b)
             walked = await asyncio.to_thread(_walk, self.root_b, self._watcher, b"")
+            unreadable = walked.unreadable
+            # The snapshot takes the walk's list over (and empties it) before grep's list is made: the two
+            # are never in memory at full size together.
+            files = await asyncio.to_thread(_file_list, walked.files)
+            del walked
             listed, problems = await self._list_grep_files(self.root, [], None)
-            grep_paths = sorted(p for p in listed.split(b"\0") if p)
+            grep_count, grep_dirs = await asyncio.to_thread(_listing_facts, listed)
             self._shards = await asyncio.to_thread(self._open_shards)
-            files = await asyncio.to_thread(lambda: FileList(Snapshot(walked.files)))
             count = len(self._shards)
             jobs = [
-                asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, grep_paths, i, count))
+                asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, listed, i, count))
                 for i, shard in enumerate(self._shards)
             ]
             totals = await asyncio.gather(*jobs)
+            del listed
         except asyncio.CancelledError:
             raise
         except WatchLimit as exc:
@@ -232,15 +238,15 @@ class Workspace:
             self.fail(f"the build failed: {exc}")
             return
         self._files = files
-        self._grep_dirs = _parents(grep_paths)
-        self._unreadable = walked.unreadable
+        self._grep_dirs = grep_dirs
+        self._unreadable = unreadable
         self._grep_doubt = problems
         for _, unsettled in totals:  # changed while read: a search reads them itself until re-indexed
             for path in unsettled:
                 self._mark_changed(path)
         self.stats = {
-            "files": len(walked.files),
-            "grepFiles": len(grep_paths),
+            "files": len(files),
+            "grepFiles": grep_count,
             "bytes": sum(total for total, _ in totals),
             "builtInMs": round((time.monotonic() - started) * 1000),
             "indexBytes": _disk_bytes(self.dir),
@@ -362,11 +368,12 @@ class Workspace:
         except WatchLimit as exc:
             self.fail(f"{exc} (raise fs.inotify.max_user_watches to index this workspace)")
             return
-        present = {p for _mtime, p in walked.files}
+        entries = [split_key(key) for key in walked.files]
+        present = {p for _mtime, p in entries}
         for child in self._files_under(path + b"/"):
             if child not in present:
                 self._forget_file(child)
-        for mtime, child in walked.files:
+        for mtime, child in entries:
             self._mark_changed(child)
             self._files.apply(child, mtime)
             self._stated[child] = self._changed[child]
@@ -425,7 +432,9 @@ class Workspace:
         try:
             self._watcher.drain()  # what is queued predates the walk: the walk sees its result
             walked = await asyncio.to_thread(_walk, self.root_b, self._watcher, b"")
-            files = await asyncio.to_thread(lambda: FileList(Snapshot(walked.files)))
+            unreadable = walked.unreadable
+            files = await asyncio.to_thread(_file_list, walked.files)
+            del walked
             stale = await asyncio.to_thread(_stale, self._shards, self.root_b)
         finally:
             self._events(True)
@@ -434,31 +443,37 @@ class Workspace:
         self._changed.clear()
         for path in stale:
             self._mark_changed(path)
-        self._unreadable = walked.unreadable
+        self._unreadable = unreadable
         self._unknown.clear()
         self._glob_doubt = False
         self._grep_doubt = True
-        self.stats["files"] = len(walked.files)
+        self.stats["files"] = len(files)
         self._drain()
 
     async def _relist_grep(self) -> None:
         """ripgrep lists grep's files again: new files join, others leave (the content index forgets them)."""
         generation = self._generation
         listed, problems = await self._list_grep_files(self.root, [], None)
-        paths = sorted(p for p in listed.split(b"\0") if p)
-        members = set(paths)
-        indexed = await asyncio.to_thread(_indexed_paths, self._shards)
-        await asyncio.to_thread(_remove, self._shards, [p for p in indexed if p not in members])
-        self._grep_new = {p for p in paths if p not in indexed}
-        for path in self._grep_new:
+        count = len(self._shards)
+        jobs = [
+            asyncio.wrap_future(self._threads.submit(_relist_shard, shard, listed, i, count))
+            for i, shard in enumerate(self._shards)
+        ]
+        new = [path for part in await asyncio.gather(*jobs) for path in part]
+        unknown = list(self._unknown)
+        grep_count, grep_dirs = await asyncio.to_thread(_listing_facts, listed)
+        members = await asyncio.to_thread(_members, listed, unknown)
+        del listed
+        self._grep_new = set(new)
+        for path in new:
             self._changed.setdefault(path, generation)
-        self._grep_dirs = _parents(paths)
-        self.stats["grepFiles"] = len(paths)
+        self._grep_dirs = grep_dirs
+        self.stats["grepFiles"] = grep_count
         if self._generation == generation:  # nothing happened while ripgrep listed
             self._grep_doubt = problems
             self._unknown.clear()
         else:  # what happened meanwhile is judged next time
-            self._unknown = {p for p in self._unknown if p not in members}
+            self._unknown -= members
             self._grep_doubt = True
 
     async def _reindex_changed(self) -> None:
@@ -735,7 +750,7 @@ def _grep_files(root: Root, chosen: dict[bytes, int], include: Any, deny: DenyGl
 
 
 class Walked(NamedTuple):
-    files: list[tuple[int, bytes]]  # (mtime, path relative to the workspace)
+    files: list[bytes]  # listing.entry_key(mtime, path relative to the workspace) of each file
     unreadable: set[bytes]  # directories that could not be listed
 
 
@@ -743,7 +758,7 @@ def _walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
     """Watch and list every directory from `start` down (relative to root), as glob sees the tree:
     regular files (no symlinks, no devices), hidden and ignored ones included, VCS directories left out
     (a repository's `.git` and `.git/info` are watched, for its `exclude` file)."""
-    files: list[tuple[int, bytes]] = []
+    files: list[bytes] = []
     unreadable: set[bytes] = set()
     todo = [start]
     while todo:
@@ -770,10 +785,16 @@ def _walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(rel)
                 elif entry.is_file(follow_symlinks=False):
-                    files.append((entry.stat(follow_symlinks=False).st_mtime_ns, rel))
+                    files.append(entry_key(entry.stat(follow_symlinks=False).st_mtime_ns, rel))
             except OSError:
                 continue  # vanished while listed
     return Walked(files, unreadable)
+
+
+def _file_list(keys: list[bytes]) -> FileList:
+    """The glob list from a walk's entry keys (which the snapshot takes over and empties: the walk's list
+    and the snapshot are never in memory at full size together)."""
+    return FileList(Snapshot(keys))
 
 
 def _parents(paths: Iterable[bytes]) -> set[bytes]:
@@ -850,21 +871,20 @@ def _lstat_signature(root: bytes, path: bytes) -> Signature:
         return Signature(-1, 0, 0, 0)  # matches no file's
 
 
-def _index_shard(shard: Shard, root: bytes, paths: list[bytes], index: int, count: int) -> tuple[int, list[bytes]]:
-    """Bring one shard up to date with the files grep reads: keep what is indexed at its current
-    signature, index the rest, forget what grep no longer reads. Returns (bytes of text the shard now
-    covers, files that could not be read cleanly)."""
-    mine = [p for p in paths if shard_of(p, count) == index]
-    known = {path: sig for path, sig, _kind in shard.signatures()}
-    wanted = set(mine)
+def _index_shard(shard: Shard, root: bytes, listed: bytes, index: int, count: int) -> tuple[int, list[bytes]]:
+    """Bring one shard up to date with the files grep reads (`listed`, ripgrep's NUL-separated list): keep
+    what is indexed at its current signature, index the rest, forget what grep no longer reads. Returns
+    (bytes of text the shard now covers, files that could not be read cleanly). Memory: this shard's
+    paths and a page of its rows, whatever the size of the index."""
+    mine = sorted(p for p in _listed_paths(listed) if shard_of(p, count) == index)
     total = 0
     unsettled: list[bytes] = []
     with shard.batch(commit_bytes=BUILD_BATCH_BYTES) as batch:
-        for path in known:
-            if path not in wanted:
-                batch.remove(path)
+        indexed = batch.indexed()
         for path in mine:
-            old = known.get(path)
+            for gone in indexed.before(path):
+                batch.remove(gone)
+            old = indexed.take(path)
             if old is not None and _lstat_signature(root, path) == old:
                 total += old.size
                 continue
@@ -872,26 +892,65 @@ def _index_shard(shard: Shard, root: bytes, paths: list[bytes], index: int, coun
             total += size
             if not clean:
                 unsettled.append(path)
+        for gone in indexed.before(None):
+            batch.remove(gone)
     return total, unsettled
+
+
+def _relist_shard(shard: Shard, listed: bytes, index: int, count: int) -> list[bytes]:
+    """Forget the files of one shard that grep no longer reads; returns the ones it reads that are not
+    indexed yet (in path order)."""
+    mine = sorted(p for p in _listed_paths(listed) if shard_of(p, count) == index)
+    new: list[bytes] = []
+    with shard.batch() as batch:
+        indexed = batch.indexed()
+        for path in mine:
+            for gone in indexed.before(path):
+                batch.remove(gone)
+            if indexed.take(path) is None:
+                new.append(path)
+        for gone in indexed.before(None):
+            batch.remove(gone)
+    return new
 
 
 def _stale(shards: list[Shard], root: bytes) -> list[bytes]:
     """Indexed files whose current signature is not the indexed one (or that are gone)."""
     out = []
     for shard in shards:
-        for path, sig, _kind in shard.signatures():
-            try:
-                current = Signature.of(os.stat(os.path.join(root, path), follow_symlinks=False))
-            except OSError:
-                out.append(path)
-                continue
-            if current != sig:
+        for path, sig in shard.signatures():
+            if _lstat_signature(root, path) != sig:
                 out.append(path)
     return out
 
 
-def _indexed_paths(shards: list[Shard]) -> set[bytes]:
-    return {path for shard in shards for path, _sig, _kind in shard.signatures()}
+_PATH = re.compile(rb"[^\0]+")
+
+
+def _listed_paths(listed: bytes) -> Iterator[bytes]:
+    """The paths of a NUL-separated listing one at a time (a list of them all would cost ~70 bytes a file)."""
+    for match in _PATH.finditer(listed):
+        yield match.group()
+
+
+def _listing_facts(listed: bytes) -> tuple[int, set[bytes]]:
+    """How many paths a listing holds, and every directory above them (b"": the workspace)."""
+    count = 0
+
+    def counted() -> Iterator[bytes]:
+        nonlocal count
+        for path in _listed_paths(listed):
+            count += 1
+            yield path
+
+    parents = _parents(counted())
+    return count, parents
+
+
+def _members(listed: bytes, paths: list[bytes]) -> set[bytes]:
+    """Which of `paths` a NUL-separated listing holds."""
+    wanted = set(paths)
+    return {p for p in _listed_paths(listed) if p in wanted} if wanted else set()
 
 
 def _remove(shards: list[Shard], paths: list[bytes]) -> None:

@@ -161,8 +161,13 @@ class Matcher:
         self.start = prefix + under
         self.cut = len(prefix)
         self._path = re.compile(glob_regex, re.DOTALL)
+        self._shape = _shape(glob_regex) if not self.start else None
         if self.start:
             self._scan = re.compile(b"\\x00(" + re.escape(self.start) + b"[^\\x00]*)")
+        elif self._shape is not None and self._shape[0] != ALL:
+            # The glob's literal tail, wherever it ends an entry: a literal search (fast in C even over
+            # millions of paths), then each hit checked and widened to its entry.
+            self._scan = re.compile(re.escape(self._shape[1]) + b"(?=\\x00)")
         else:
             self._scan = re.compile(b"\\x00(" + within_records(glob_regex) + b")(?=\\x00)", re.DOTALL)
 
@@ -171,6 +176,10 @@ class Matcher:
 
     def select(self, blob: bytes) -> list[bytes]:
         """The matching entries of a NUL-separated blob (starting and ending with a NUL), in order."""
+        if self._shape is not None:
+            if self._shape[0] == ALL:
+                return blob[1:-1].split(b"\0") if len(blob) > 1 else []
+            return [path for _start, path in self._literal_hits(blob)]
         found: list[bytes] = self._scan.findall(blob)
         if not self.start:
             return found
@@ -179,6 +188,49 @@ class Matcher:
 
     def positions(self, blob: bytes) -> Iterator[tuple[int, bytes]]:
         """(offset, path) of the matching entries, in order."""
-        for found in self._scan.finditer(blob):
+        if self._shape is not None and self._shape[0] != ALL:
+            yield from self._literal_hits(blob)
+            return
+        for found in (_ENTRY if self._shape is not None else self._scan).finditer(blob):
             if not self.start or self._path.fullmatch(found.group(1), self.cut):
                 yield found.start(1), found.group(1)
+
+    def _literal_hits(self, blob: bytes) -> Iterator[tuple[int, bytes]]:
+        """(offset, path) of the entries that end with the shape's literal (SUFFIX), or whose last segment
+        is it (NAME)."""
+        assert self._shape is not None
+        name = self._shape[0] == NAME
+        entry_start = blob.rfind
+        for hit in self._scan.finditer(blob):
+            at = hit.start()
+            if name and blob[at - 1] not in _NAME_BEFORE:
+                continue
+            start = entry_start(b"\0", 0, at) + 1
+            yield start, blob[start : hit.end()]
+
+
+ALL, SUFFIX, NAME = "all", "suffix", "name"
+_ANYWHERE = b"(?:/?|.*/)"  # how globsyntax begins a glob that matches at any depth
+_LITERAL = re.compile(rb"(?:\\x[0-9a-f]{2})+")
+_ENTRY = re.compile(rb"\x00([^\x00]+)(?=\x00)")
+_NAME_BEFORE = frozenset(b"/\0")
+
+
+def _shape(glob_regex: bytes) -> tuple[str, bytes] | None:
+    """The common globs that need no regex over every path: (ALL, b"") for `*` and `**`; (SUFFIX, lit)
+    for `*lit` and `**/*lit` — a path matches when it ends with lit; (NAME, lit) for `lit` and `**/lit` —
+    when its last segment is lit; lit holds no `/` and no wildcard. None for any other glob."""
+    if glob_regex in (_ANYWHERE + b"[^/]*", b".*"):
+        return ALL, b""
+    if not glob_regex.startswith(_ANYWHERE):
+        return None
+    rest = glob_regex[len(_ANYWHERE) :]
+    kind = NAME
+    if rest.startswith(b"[^/]*"):
+        kind, rest = SUFFIX, rest[len(b"[^/]*") :]
+    if not _LITERAL.fullmatch(rest):
+        return None
+    literal = bytes.fromhex(rest.replace(b"\\x", b"").decode())
+    if not literal or b"/" in literal or b"\0" in literal:
+        return None
+    return kind, literal

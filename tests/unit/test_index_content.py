@@ -156,10 +156,10 @@ def test_another_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value)")
-    db.execute("INSERT INTO meta VALUES ('schema', 1)")
+    db.execute("INSERT INTO meta VALUES ('schema', 2)")
     db.commit()
     db.close()
-    with pytest.raises(sqlite3.DatabaseError, match="schema 2"):
+    with pytest.raises(sqlite3.DatabaseError, match="schema 3"):
         Shard(str(path), writable=True)
 
 

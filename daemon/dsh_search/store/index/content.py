@@ -9,13 +9,14 @@ chosen by its path.
 Each shard has a `files` table: a file's path (workspace-relative bytes), its kind (`TEXT`; `BINARY`:
 holds a NUL, so only the text before its first NUL is indexed — ripgrep's walk never reports a match
 past it; `OPAQUE`: not indexed, every search reads it), and the stat signature of the version indexed;
-and a `docs` table: the documents that hold a file's text, one per `CHUNK_BYTES` of it (each starting
-with the last two characters of the one before, so no trigram is lost at a seam), which bounds the
-memory a large file costs to index. A file of one document — nearly every file — is in the `grams`
-table, where one MATCH finds the documents that hold all of a query's trigrams; a file of several is in
-`big_grams`, looked up trigram by trigram and judged per file, since a literal can straddle a seam.
-A search serves a file from here only if that signature is the file's current one (the workspace's
-business, store/index/workspace.py); anything else it reads itself.
+and a `docs` table: the documents that hold a file's text (with its kind, so a lookup reads no other
+table), one per `CHUNK_BYTES` of it (each starting with the last two characters of the one before, so
+no trigram is lost at a seam), which bounds the memory a large file costs to index. A file of one
+document — nearly every file — is in the `grams` table, where one MATCH finds the documents that hold
+all of a query's trigrams; a file of several is in `big_grams`, looked up trigram by trigram and judged
+per file, since a literal can straddle a seam. A search serves a file from here only if that signature
+is the file's current one (the workspace's business, store/index/workspace.py); anything else it reads
+itself.
 
 A contentless FTS5 table cannot forget a document (SQLite ≥ 3.43's contentless_delete is not assumed),
 so a re-indexed file gets new documents and the old ones become garbage that no file points to (its
@@ -35,7 +36,7 @@ from typing import NamedTuple
 
 from dsh_search.store.index.regex import And, Lit, Or, Query
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TEXT, BINARY, OPAQUE = 0, 1, 2
 TRIGRAMS_PER_LITERAL = 12  # a long literal asks for this many of its trigrams, spread over it
 
@@ -236,8 +237,9 @@ class Shard:
                     path BLOB PRIMARY KEY, kind INTEGER,
                     size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, ino INTEGER
                 ) WITHOUT ROWID;
-                CREATE TABLE IF NOT EXISTS docs (doc INTEGER PRIMARY KEY, path BLOB NOT NULL);
+                CREATE TABLE IF NOT EXISTS docs (doc INTEGER PRIMARY KEY, path BLOB NOT NULL, kind INTEGER NOT NULL);
                 CREATE INDEX IF NOT EXISTS docs_path ON docs (path);
+                CREATE INDEX IF NOT EXISTS files_opaque ON files (path) WHERE kind = 2;
                 CREATE VIRTUAL TABLE IF NOT EXISTS grams USING fts5 (
                     body, tokenize = 'trigram case_sensitive 1', detail = none, content = ''
                 );
@@ -342,15 +344,14 @@ class Shard:
         literals may straddle documents."""
         assert planned.expression is not None and planned.need is not None
         sql, args = _range(
-            "SELECT d.path, f.kind FROM grams JOIN docs d ON d.doc = grams.rowid "
-            "JOIN files f ON f.path = d.path WHERE grams MATCH ? AND",
+            "SELECT d.path, d.kind FROM grams JOIN docs d ON d.doc = grams.rowid WHERE grams MATCH ? AND",
             low,
             high,
             "d.path",
         )
         big_sql, _ = _range(
-            "SELECT DISTINCT d.path, f.kind FROM big_grams JOIN docs d ON d.doc = big_grams.rowid "
-            "JOIN files f ON f.path = d.path WHERE big_grams MATCH ? AND",
+            "SELECT DISTINCT d.path, d.kind FROM big_grams JOIN docs d ON d.doc = big_grams.rowid "
+            "WHERE big_grams MATCH ? AND",
             low,
             high,
             "d.path",
@@ -442,21 +443,23 @@ class Batch:
                 first = piece
                 continue
             if first is not None:
-                self._document(path, first, "big_grams")
+                self._document(path, first, "big_grams", TEXT)
                 first, big = None, True
-            self._document(path, piece, "big_grams")
+            self._document(path, piece, "big_grams", TEXT)
         if first is not None:
-            self._document(path, first, "grams")
+            self._document(path, first, "grams", text.kind)
         if text.kind == OPAQUE:
             self._forget_docs(path)
+        elif big and text.kind != TEXT:  # a NUL in a later piece: the file's documents say so too
+            self._db.execute("UPDATE docs SET kind = ? WHERE path = ?", (text.kind, path))
         self._row(path, sig, text.kind)
         self._pending += size
         return size
 
-    def _document(self, path: bytes, body: str, table: str) -> None:
+    def _document(self, path: bytes, body: str, table: str, kind: int) -> None:
         self._docs += 1
         self._db.execute(f"INSERT INTO {table} (rowid, body) VALUES (?, ?)", (self._docs, body))  # noqa: S608 (two names of ours)
-        self._db.execute("INSERT INTO docs VALUES (?, ?)", (self._docs, path))
+        self._db.execute("INSERT INTO docs VALUES (?, ?, ?)", (self._docs, path, kind))
 
     def checkpoint(self) -> None:
         """Commit, and go on in a new transaction, if `commit_bytes` of text were put since the last

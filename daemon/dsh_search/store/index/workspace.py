@@ -726,8 +726,9 @@ def _grep_files(root: Root, chosen: dict[bytes, int], include: Any, deny: DenyGl
     argv_bytes = 0
     cut = len(root.prefix)
     keep = cut + len(root.under)
+    check = include is not None or bool(deny)
     for path in sorted(chosen):
-        if not _searched(path, root, include, deny):
+        if check and not _searched(path, root, include, deny):
             continue
         rel = path[cut:]
         printed = root.printed + path[keep:] if root.printed else rel

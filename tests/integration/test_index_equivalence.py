@@ -17,7 +17,7 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from dsh_search.engine.grep import GrepArgs, grep
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.store.index import content
+from dsh_search.store.index import workspace as workspace_mod
 from dsh_search.store.index.manager import grep_lister
 from dsh_search.store.index.workspace import READY, Workspace
 from tests.support.fakes import FakeSpill
@@ -153,7 +154,7 @@ def edit(root: Path, data: st.DataObject) -> str:
     return f"{kind} {directory}/{name}"
 
 
-TALLY = {"calls": 0, "answered": 0}
+TALLY = {"calls": 0, "answered": 0, "rebuilds": 0}
 
 
 class Counting:
@@ -203,11 +204,14 @@ class Pair:
 async def scenario(data: st.DataObject, rg: str) -> None:
     # Files are indexed in documents of CHUNK_BYTES: tiny documents put literals across their seams.
     chunk_bytes = data.draw(st.sampled_from([content.CHUNK_BYTES, 5, 16]))
-    saved_chunk_bytes, content.CHUNK_BYTES = content.CHUNK_BYTES, chunk_bytes
+    # And the content index may be rebuilt whenever any of its documents are old versions.
+    rebuild_min = data.draw(st.sampled_from([workspace_mod.GARBAGE_REBUILD_MIN, 1]))
+    saved = content.CHUNK_BYTES, workspace_mod.GARBAGE_REBUILD_MIN
+    content.CHUNK_BYTES, workspace_mod.GARBAGE_REBUILD_MIN = chunk_bytes, rebuild_min
     try:
         await _scenario(data, rg)
     finally:
-        content.CHUNK_BYTES = saved_chunk_bytes
+        content.CHUNK_BYTES, workspace_mod.GARBAGE_REBUILD_MIN = saved
 
 
 async def _scenario(data: st.DataObject, rg: str) -> None:
@@ -222,6 +226,7 @@ async def _scenario(data: st.DataObject, rg: str) -> None:
         try:
             await compare(pair, root, data)
         finally:
+            TALLY["rebuilds"] += pair.workspace.stats.get("rebuilds", 0)
             pair.workspace.close()
             pair.pool.parse.shutdown()
             pair.pool.stat.shutdown()
@@ -282,3 +287,44 @@ def _the_index_answered_a_fair_share() -> Iterator[None]:
         print("DEBUG tally", TALLY)
     if TALLY["calls"] >= 20:
         assert TALLY["answered"] >= TALLY["calls"] // 4, TALLY
+
+
+async def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
+    rg_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workspace_mod, "GARBAGE_REBUILD_MIN", 1)
+    root = tmp_path / "w"
+    (root / "src").mkdir(parents=True)
+    for i in range(20):
+        (root / "src" / f"f{i}.c").write_text(f"static int f{i};\n")
+
+    async def rewrite_and_compare() -> str:
+        pair = Pair(root, rg_path, tmp_path / "index", ())
+        try:
+            ws = pair.workspace
+            ws.start()
+            await asyncio.wait_for(ws._ready.wait(), 30)
+            first_set = os.path.dirname(ws._shards[0].path)
+            for version in range(3):  # every file rewritten: most documents become old versions
+                for i in range(20):
+                    (root / "src" / f"f{i}.c").write_text(f"static int f{i}_v{version}; /* SUSPEND */\n")
+                await wait_until(lambda: ws._drain() is None and not ws._changed)  # re-indexed
+            await wait_until(lambda: ws.stats.get("rebuilds", 0) >= 1)
+            assert ws.stats["rebuilds"] >= 1, ws.status()
+            for call in (("grep", "SUSPEND", None, None), ("grep", "f3_v2", "src", "*.c"), ("glob", "*.c", None, None)):
+                assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
+            assert (await pair.workspace.grep_files(str(root), None, "f3_v2", None, DenyGlobs(()))) is not None
+            return first_set
+        finally:
+            pair.workspace.close()
+            pair.pool.parse.shutdown()
+            pair.pool.stat.shutdown()
+
+    first_set = asyncio.run(rewrite_and_compare())
+    assert not Path(first_set).exists()  # the replaced set is gone from disk

@@ -297,6 +297,14 @@ class Shard:
             row = self.reader.execute("SELECT doc FROM grams_vocab WHERE term = ?", (gram,)).fetchone()
         return 0 if row is None else int(row[0])
 
+    def live_count(self, expression: str) -> int:
+        """How many current documents (not old versions) of single-document files satisfy `expression`."""
+        with self.read_lock:
+            row = self.reader.execute(
+                "SELECT count(*) FROM grams JOIN docs d ON d.doc = grams.rowid WHERE grams MATCH ?", (expression,)
+            ).fetchone()
+        return int(row[0])
+
     def documents(self) -> int:
         with self.lock:
             row = self.db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()

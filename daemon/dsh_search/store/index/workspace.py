@@ -61,7 +61,7 @@ MAX_CANDIDATE_SHARE = 0.5  # more candidates than this share of the files under 
 # A pattern whose rarest required trigram is in more than this share of all grep's files walks before any
 # candidate is looked up: the lookup would cost more than the walk saves, and an unselective pattern
 # must cost no more than a walk (issue: `static` within 5 % of the index off).
-MAX_ESTIMATE_SHARE = 0.15
+MAX_ESTIMATE_SHARE = 0.15  # (document counts; see Workspace._selective)
 MAX_ARGV_BYTES = 512 << 10  # files named on ripgrep's command line, in bytes
 MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
 MAX_WALKED_DIRS = 16  # directories walked for files that hold a NUL; past it, walk everything
@@ -123,6 +123,11 @@ class Workspace:
         self._reading_events = False
         self._threads = ThreadPoolExecutor(max_workers=self._shard_count, thread_name_prefix="index")
         self._lock_fd: int | None = None
+        self._lock_fd_old: int | None = None  # the set a content rebuild replaces, until it does
+        self._live_share = 1.0  # of the content index's documents, the share that are not garbage
+        self._searching = 0  # greps reading the shards now (a rebuild closes the old set after them)
+        self._no_searches = asyncio.Event()
+        self._no_searches.set()
         self._frequencies: dict[str, int] = {}  # trigram → documents holding it (planning only; refreshed)
         self.stats: dict[str, Any] = {"files": 0, "grepFiles": 0, "bytes": 0}
 
@@ -149,9 +154,10 @@ class Workspace:
         for shard in self._shards:
             with contextlib.suppress(Exception):
                 shard.close()
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        for fd in (self._lock_fd, self._lock_fd_old):
+            if fd is not None:
+                os.close(fd)
+        self._lock_fd = self._lock_fd_old = None
 
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -163,7 +169,7 @@ class Workspace:
             "dir": self.dir,
             "changed": len(self._changed),
         }
-        for key in ("builtInMs", "indexBytes", "watches", "rescans"):
+        for key in ("builtInMs", "indexBytes", "watches", "rescans", "rebuilds"):
             if key in self.stats:
                 out[key] = self.stats[key]
         if self.reason:
@@ -228,6 +234,7 @@ class Workspace:
             ]
             totals = await asyncio.gather(*jobs)
             del listed
+            self._live_share = await asyncio.to_thread(_live_share, self._shards)
         except asyncio.CancelledError:
             raise
         except WatchLimit as exc:
@@ -265,15 +272,16 @@ class Workspace:
         )
         self._drain()
 
-    def _open_shards(self) -> list[Shard]:
-        """This daemon's shard files: the newest set no other daemon holds, else a new set. A set is held
-        with a lock on its `lock` file for as long as the daemon runs, so two daemons never write one."""
+    def _open_shards(self, fresh: bool = False) -> list[Shard]:
+        """This daemon's shard files: the newest set no other daemon holds (unless `fresh`), else a new
+        set. A set is held with a lock on its `lock` file for as long as the daemon uses it, so two
+        daemons never write one."""
         sets = sorted(
             (e for e in os.scandir(self.dir) if e.is_dir(follow_symlinks=False) and e.name.startswith("set-")),
             key=lambda e: e.stat().st_mtime,
             reverse=True,
         )
-        for entry in [*sets, None]:
+        for entry in [*([] if fresh else sets), None]:
             directory = entry.path if entry is not None else os.path.join(self.dir, f"set-{os.urandom(4).hex()}")
             os.makedirs(directory, mode=0o700, exist_ok=True)
             fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -292,6 +300,8 @@ class Workspace:
                             os.unlink(os.path.join(directory, name))
                 shards = self._shards_in(directory)
             os.utime(directory)
+            if self._lock_fd is not None:  # the set used so far (a rebuild replaces it)
+                os.close(self._lock_fd)
             self._lock_fd = fd
             return shards
         raise AssertionError("a new set is always free")
@@ -413,6 +423,8 @@ class Workspace:
             self._refresh_stats()  # glob's entries current first: a path leaves `changed` only when both are
             await self._reindex_changed()
             await self._compact()
+            if not self._changed and await asyncio.to_thread(_garbage_heavy, self._shards):
+                await self._rebuild_content()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -483,11 +495,66 @@ class Workspace:
         members = self._grep_new & set(batch)
         done = await asyncio.to_thread(_reindex, self._shards, self.root_b, list(batch), members)
         self._frequencies.clear()  # plans may pick other trigrams now (their results never depend on it)
+        self._live_share = await asyncio.to_thread(_live_share, self._shards)
         for path in done:
             generation = batch[path]
             if self._changed.get(path) == generation and self._stated.get(path) == generation:
                 del self._changed[path]
                 self._grep_new.discard(path)
+
+    async def _rebuild_content(self) -> None:
+        """The content index again, from scratch, in a new set of shards, once most of its documents are
+        garbage (old versions of re-indexed files: a contentless FTS5 table cannot delete them, and they
+        slow lookups and inflate document counts). Searches use the old set meanwhile; files that change
+        meanwhile are read by searches and re-indexed into the new set once it serves (maintenance does
+        not run while this does: this is maintenance)."""
+        log.info("workspace index of %s: rebuilding its content index (most documents are old versions)", self.root)
+        generation = self._generation
+        listed, problems = await self._list_grep_files(self.root, [], None)
+        old = self._shards
+        old_dir = os.path.dirname(old[0].path) if old else None
+        self._lock_fd_old, self._lock_fd = self._lock_fd, None
+        try:
+            shards = await asyncio.to_thread(self._open_shards, True)
+        except BaseException:
+            self._lock_fd = self._lock_fd_old
+            raise
+        count = len(shards)
+        try:
+            totals = await asyncio.gather(
+                *(
+                    asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, listed, i, count))
+                    for i, shard in enumerate(shards)
+                )
+            )
+        except BaseException:
+            for shard in shards:
+                with contextlib.suppress(Exception):
+                    shard.close()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+            self._lock_fd = self._lock_fd_old
+            raise
+        self._shards = shards
+        await self._no_searches.wait()  # searches that started with the old set finish with it
+        if self._lock_fd_old is not None:
+            os.close(self._lock_fd_old)
+        self._lock_fd_old = None
+        for shard in old:
+            with contextlib.suppress(Exception):
+                shard.close()
+        if old_dir is not None:
+            await asyncio.to_thread(_remove_set, old_dir)
+        self._frequencies.clear()
+        for _, unsettled in totals:
+            for path in unsettled:
+                self._mark_changed(path)
+        if self._generation != generation or problems:
+            self._grep_doubt = True  # what happened meanwhile: ripgrep lists grep's files again
+        self.stats["bytes"] = sum(total for total, _ in totals)
+        self.stats["indexBytes"] = await asyncio.to_thread(_disk_bytes, self.dir)
+        self.stats["rebuilds"] = self.stats.get("rebuilds", 0) + 1
+        self._live_share = await asyncio.to_thread(_live_share, self._shards)
 
     async def _compact(self) -> None:
         files = self._files
@@ -594,6 +661,18 @@ class Workspace:
     async def grep_files(
         self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
     ) -> GrepFiles | None:
+        self._searching += 1
+        self._no_searches.clear()
+        try:
+            return await self._grep_files_now(cwd, path, pattern, include, deny)
+        finally:
+            self._searching -= 1
+            if not self._searching:
+                self._no_searches.set()
+
+    async def _grep_files_now(
+        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
+    ) -> GrepFiles | None:
         if "\0" in pattern or (include is not None and "\0" in include):
             return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
         query = required(pattern)
@@ -623,7 +702,7 @@ class Workspace:
         shards = self._shards
         grep_files = int(self.stats["grepFiles"])
         planned = await asyncio.to_thread(_plan, shards, query, self._frequencies)
-        if planned is None or planned.estimate > MAX_ESTIMATE_SHARE * grep_files:
+        if planned is None or not await self._selective(planned, MAX_ESTIMATE_SHARE * grep_files):
             return None  # the pattern's rarest text is in too many files: a walk costs less
         parts = await asyncio.gather(
             *(asyncio.to_thread(_query, shard, planned, low, high, changed, under == b"") for shard in shards)
@@ -648,6 +727,18 @@ class Workspace:
             if not searched:
                 return None
         return files
+
+    async def _selective(self, planned: content.Plan, limit: float) -> bool:
+        """Whether at most `limit` files can match, by document counts. Those count old versions of
+        re-indexed files too, which pile up on the text that is edited most: a count up to twice the
+        limit, with old versions in the index, is checked by counting the current documents that match."""
+        if planned.estimate <= limit:
+            return True
+        if self._live_share >= 1.0 or planned.estimate > 2 * limit or planned.expression is None:
+            return False
+        expression = planned.expression
+        counts = await asyncio.gather(*(asyncio.to_thread(shard.live_count, expression) for shard in self._shards))
+        return sum(counts) <= limit
 
     async def _settle_unknown(self, under: bytes) -> bool:
         """Whether grep's walk reads each new file under `under` is settled by ripgrep itself, for files in
@@ -1039,6 +1130,29 @@ def _read_changed(root: bytes, paths: list[bytes], query: Query) -> list[tuple[b
             elif query.holds(whole):
                 out.append((path, text.kind))
     return out
+
+
+GARBAGE_REBUILD_MIN = 20_000  # garbage documents below which a content index is never rebuilt
+
+
+def _garbage_heavy(shards: list[Shard]) -> bool:
+    """Whether most of the content index's documents are garbage (and there is enough of it to matter)."""
+    garbage = sum(shard.garbage() for shard in shards)
+    return garbage >= GARBAGE_REBUILD_MIN and garbage * 2 > sum(shard.documents() for shard in shards)
+
+
+def _live_share(shards: list[Shard]) -> float:
+    documents = sum(shard.documents() for shard in shards)
+    return 1.0 if not documents else (documents - sum(shard.garbage() for shard in shards)) / documents
+
+
+def _remove_set(directory: str) -> None:
+    """Delete a set of shard files this daemon no longer uses (its lock released)."""
+    for name in os.listdir(directory):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
 
 
 def _disk_bytes(directory: str) -> int:

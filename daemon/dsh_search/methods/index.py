@@ -31,9 +31,13 @@ SPEC = MethodSpec[Context](
             "dir": {"type": "string", "description": "Where its index lives on disk."},
             "changed": {"type": "integer", "description": "Files changed since they were indexed."},
             "builtInMs": {"type": "integer", "description": "How long the first build took."},
-            "indexBytes": {"type": "integer", "description": "The index's size on disk after its build."},
+            "indexBytes": {"type": "integer", "description": "The index's size on disk after its last build."},
             "watches": {"type": "integer", "description": "Directories watched for changes."},
             "rescans": {"type": "integer", "description": "Times every file was listed again after lost events."},
+            "rebuilds": {
+                "type": "integer",
+                "description": "Times the content index was rebuilt because most of it was old versions of files.",
+            },
             "reason": {"type": "string", "description": "Why it is off or failed."},
             "answered": {
                 "type": "object",

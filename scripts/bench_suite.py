@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import json
 import os
 import platform
@@ -184,6 +185,13 @@ def python_pid(launcher: int) -> int:
     return launcher
 
 
+@functools.cache
+def knows_index(exe: Path) -> bool:
+    """Whether the executable has the index flags (builds before 0.2 have none, and always walk)."""
+    done = subprocess.run([str(exe), "--help"], capture_output=True, text=True, check=False)
+    return "--index" in done.stdout
+
+
 def vm_hwm_mb(pid: int) -> float | None:
     """Peak resident set size (VmHWM) of a live process, in MiB."""
     try:
@@ -215,8 +223,7 @@ class Daemon:
             "600000",
             # The plain workloads measure the walk: without this, `auto` would build an index of the tree
             # partway through them. The warm workloads (run_warm) start daemons with `--index on`.
-            "--index",
-            index,
+            *(["--index", index] if index != "off" or knows_index(exe) else []),
             *(["--index-dir", str(index_dir)] if index_dir is not None else []),
         ]
         self.client = StdioClient(argv)

@@ -24,8 +24,14 @@ import bench_corpus  # noqa: E402 - scripts/ is not a package
 pytestmark = pytest.mark.e2e
 
 
+def snapshot(tree: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file's bytes and modification time."""
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in tree.rglob("*") if p.is_file()}
+
+
 def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
     tree = bench_corpus.mini_kernel_tree(tmp_path / "tree")
+    before = snapshot(tree)
     out = tmp_path / "out"
     common = [sys.executable, str(SCRIPTS / "bench_suite.py"), "--exe", str(exe), "--scale-sizes", "300,900"]
     listed = subprocess.run([*common, "--list"], capture_output=True, text=True, check=True).stdout.split()
@@ -59,6 +65,13 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
     growth = doc["scale_growth"]
     assert set(growth) == {"glob-all", "glob-x", "grep-literal"}
     assert growth["glob-all"]["files"] == [300, 900]
+
+    # The warm workloads: every answer the index gave was the walk's; the rewritten files are restored.
+    warm = [w for w in workloads.values() if w["group"] == "warm"]
+    assert {"warm-build-kernel", "warm-rewrite", "warm-grep-static", "warm-build-900"} <= {w["id"] for w in warm}
+    assert all(w["extra"]["exact"] is True for w in warm if "exact" in w["extra"]), warm
+    assert workloads["warm-build-kernel"]["extra"]["grep_files"] > 0
+    assert snapshot(tree) == before
 
     assert (out / "bench-ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (out / "results.md").read_text()

@@ -62,9 +62,10 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: floa
     return True
 
 
-def settled_rss(read_rss_kib: Callable[[], int], timeout: float = 5.0, quiet: float = 0.5) -> int:
-    """A process's RSS once it has stopped moving for `quiet` seconds (the daemon gives memory back on a
-    deferred timer, so a reading right after the work may be taken before it has)."""
+def settled_rss(read_rss_kib: Callable[[], int], timeout: float = 8.0, quiet: float = 1.5) -> int:
+    """A process's RSS once it has stopped moving for `quiet` seconds: longer than the daemon waits
+    before it gives memory back (a trim at most once a second, deferred when the last was sooner), so a
+    reading is never taken in the pause before the trim."""
     deadline = time.monotonic() + timeout
     last = read_rss_kib()
     stable_since = time.monotonic()

@@ -223,8 +223,10 @@ def test_an_update_merges_the_listing_with_the_index_a_page_at_a_time(
         if i % 2 or i % 4 == 0:
             (root / f"f{i:02d}").write_bytes(b"new content %d" % i)
     listed = [f"f{i:02d}".encode() for i in range(20) if not 10 <= i <= 14]
-    total, unsettled = _index_shard(shard, bytes(root), b"\0".join(reversed(listed)), 0, 1)
+    progress = [0]
+    total, unsettled = _index_shard(shard, bytes(root), b"\0".join(reversed(listed)), 0, 1, progress)
     assert unsettled == []
+    assert progress == [len(listed)]  # what index/status reports as `indexed` while building
     rows = dict(shard.signatures())
     assert sorted(rows) == listed
     for path, sig in rows.items():

@@ -30,6 +30,7 @@ SPEC = MethodSpec[Context](
             "root": {"type": ["string", "null"], "description": "The workspace directory indexed."},
             "dir": {"type": "string", "description": "Where its index lives on disk."},
             "changed": {"type": "integer", "description": "Files changed since they were indexed."},
+            "indexed": {"type": "integer", "description": "While building: files read so far, of grepFiles."},
             "builtInMs": {"type": "integer", "description": "How long the first build took."},
             "indexBytes": {"type": "integer", "description": "The index's size on disk after its last build."},
             "watches": {"type": "integer", "description": "Directories watched for changes."},

@@ -70,6 +70,7 @@ MAINTAIN_AFTER_S = 0.2  # quiet time after events before the background catches 
 REINDEX_BATCH = 2000
 # Text indexed per transaction in a build: FTS5 keeps a transaction's terms in memory until it commits.
 BUILD_BATCH_BYTES = 8 << 20
+PROGRESS_EVERY_S = 10.0
 
 
 class Root(NamedTuple):
@@ -125,6 +126,7 @@ class Workspace:
         self._lock_fd: int | None = None
         self._lock_fd_old: int | None = None  # the set a content rebuild replaces, until it does
         self._live_share = 1.0  # of the content index's documents, the share that are not garbage
+        self._progress: list[int] = []  # files each shard has read so far in the first build
         self._searching = 0  # greps reading the shards now (a rebuild closes the old set after them)
         self._no_searches = asyncio.Event()
         self._no_searches.set()
@@ -169,6 +171,8 @@ class Workspace:
             "dir": self.dir,
             "changed": len(self._changed),
         }
+        if self.state == BUILDING:
+            out["indexed"] = sum(self._progress)
         for key in ("builtInMs", "indexBytes", "watches", "rescans", "rebuilds"):
             if key in self.stats:
                 out[key] = self.stats[key]
@@ -226,13 +230,19 @@ class Workspace:
             del walked
             listed, problems = await self._list_grep_files(self.root, [], None)
             grep_count, grep_dirs = await asyncio.to_thread(_listing_facts, listed)
+            self.stats["grepFiles"] = grep_count
             self._shards = await asyncio.to_thread(self._open_shards)
             count = len(self._shards)
+            progress = self._progress = [0] * count
             jobs = [
-                asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, listed, i, count))
+                asyncio.wrap_future(self._threads.submit(_index_shard, shard, self.root_b, listed, i, count, progress))
                 for i, shard in enumerate(self._shards)
             ]
-            totals = await asyncio.gather(*jobs)
+            reporter = asyncio.ensure_future(self._report_progress(grep_count))
+            try:
+                totals = await asyncio.gather(*jobs)
+            finally:
+                reporter.cancel()
             del listed
             self._live_share = await asyncio.to_thread(_live_share, self._shards)
         except asyncio.CancelledError:
@@ -271,6 +281,13 @@ class Workspace:
             self.stats["builtInMs"] / 1000,
         )
         self._drain()
+
+    async def _report_progress(self, total: int) -> None:
+        """A log line every PROGRESS_EVERY_S while the first build reads files (`index/status` has the
+        same figure as `indexed` at any time)."""
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            log.info("workspace index of %s: %d of %d files read", self.root, sum(self._progress), total)
 
     def _open_shards(self, fresh: bool = False) -> list[Shard]:
         """This daemon's shard files: the newest set no other daemon holds (unless `fresh`), else a new
@@ -574,6 +591,11 @@ class Workspace:
 
     # --- where a search runs -----------------------------------------------------------------------------
 
+    def _outside(self, cwd: str) -> bool:
+        """Whether a search's cwd is plainly not in the workspace (`_root` judges the rest)."""
+        base = self.root.rstrip("/")
+        return cwd not in (self.root, base) and not cwd.startswith(base + "/")
+
     def _root(self, cwd: str, path: str | None) -> Root | None:
         """The search's root as the index spells it, or None when it cannot promise ripgrep's spelling."""
         if "\0" in cwd or (path is not None and "\0" in path):
@@ -629,6 +651,8 @@ class Workspace:
     async def glob_listing(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobListing | None:
         if "\0" in pattern:
             return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
+        if self._outside(cwd):
+            return None  # never waits for a build it cannot use
         if not await self._usable() or self._glob_doubt:
             return None
         root = self._root(cwd, path)
@@ -675,6 +699,8 @@ class Workspace:
     ) -> GrepFiles | None:
         if "\0" in pattern or (include is not None and "\0" in include):
             return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
+        if self._outside(cwd):
+            return None  # never waits for a build it cannot use
         query = required(pattern)
         expression = content.match_expression(query)
         if expression is None and query is not NONE:
@@ -963,7 +989,9 @@ def _lstat_signature(root: bytes, path: bytes) -> Signature:
         return Signature(-1, 0, 0, 0)  # matches no file's
 
 
-def _index_shard(shard: Shard, root: bytes, listed: bytes, index: int, count: int) -> tuple[int, list[bytes]]:
+def _index_shard(
+    shard: Shard, root: bytes, listed: bytes, index: int, count: int, progress: list[int] | None = None
+) -> tuple[int, list[bytes]]:
     """Bring one shard up to date with the files grep reads (`listed`, ripgrep's NUL-separated list): keep
     what is indexed at its current signature, index the rest, forget what grep no longer reads. Returns
     (bytes of text the shard now covers, files that could not be read cleanly). Memory: this shard's
@@ -974,6 +1002,8 @@ def _index_shard(shard: Shard, root: bytes, listed: bytes, index: int, count: in
     with shard.batch(commit_bytes=BUILD_BATCH_BYTES) as batch:
         indexed = batch.indexed()
         for path in mine:
+            if progress is not None:
+                progress[index] += 1  # read by the event loop for index/status (one writer per slot)
             for gone in indexed.before(path):
                 batch.remove(gone)
             old = indexed.take(path)

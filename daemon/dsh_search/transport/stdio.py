@@ -35,6 +35,10 @@ from dsh_search.transport.requests import CancelledAnswer, Dispatch, RequestTabl
 log = logging.getLogger("dsh_search.server")
 
 _READ_SIZE = 1 << 20
+# Input read but not yet taken apart by the loop. Past it, the reader stops reading until the loop
+# catches up, so a host that writes faster than the daemon works (a flood of scrollback appends on a
+# busy machine) fills the pipe, not the daemon's memory.
+_MAX_UNREAD_BYTES = 8 << 20
 
 
 class Server:
@@ -69,6 +73,8 @@ class Server:
         self._finish: asyncio.Future[str] | None = None
         self._abort = asyncio.Event()  # set by any ending that must not wait for running requests
         self._input_closed = False
+        self._unread = 0  # bytes handed to the loop and not yet fed to the decoder (see _MAX_UNREAD_BYTES)
+        self._unread_lock = threading.Condition()
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -141,6 +147,9 @@ class Server:
     def _read_loop(self) -> None:
         assert self._loop is not None
         while True:
+            with self._unread_lock:
+                while self._unread > _MAX_UNREAD_BYTES and not self._input_closed:
+                    self._unread_lock.wait(0.5)  # woken by _on_input; the timeout rechecks a closing server
             try:
                 data = os.read(self._stdin_fd, _READ_SIZE)
             except BlockingIOError:
@@ -148,6 +157,8 @@ class Server:
                 continue
             except OSError:
                 data = b""
+            with self._unread_lock:
+                self._unread += len(data)
             try:
                 self._loop.call_soon_threadsafe(self._on_input, data)
             except RuntimeError:  # the loop is closed: we are exiting
@@ -156,6 +167,9 @@ class Server:
                 return
 
     def _on_input(self, data: bytes) -> None:
+        with self._unread_lock:
+            self._unread -= len(data)
+            self._unread_lock.notify()
         if self._input_closed:
             return
         events = self._decoder.feed(data) if data else self._decoder.feed_eof()

@@ -23,8 +23,13 @@ it says None and the engine walks:
 
 A file changed since it was indexed ("changed") is never served from the index: a search stats it (glob)
 or reads it and checks it against the pattern's literals (grep) itself, and the background indexes it
-again. Everything here runs on the event loop; threads do pure work on what they are given and hand the
-result back.
+again. Re-indexed files leave old versions behind (content.py says why); once they are most of the
+content index, the background builds it again into a new set and swaps it in. Everything here runs on
+the event loop; threads do pure work on what they are given and hand the result back.
+
+Memory is kept proportional to what must be answered from: the glob list (~75 bytes a file), grep's
+list as ripgrep's own NUL-separated output (read path by path, never as a list of objects), and a page
+of index rows at a time when the index is compared with a listing.
 """
 
 from __future__ import annotations

@@ -12,9 +12,11 @@ path and matches by line number, so the inline page and the spill artifact are s
 from __future__ import annotations
 
 import base64
+import threading
 import time
 from collections.abc import Iterator
 from itertools import chain, groupby, pairwise
+from operator import add
 from typing import Any, NamedTuple
 
 import orjson
@@ -125,21 +127,47 @@ def raw_line(text: str) -> str:
 
 def section(f: FileMatches, max_line_bytes: int | None) -> str:
     """`<path>\\nLine N: <line>…`, each line previewed to `max_line_bytes` (None: as it is)."""
-    raws = f.raw_lines
+    path, numbers, raws = f.path, f.numbers, f.raw_lines
     if max_line_bytes is None or max(map(len, raws), default=0) * 4 <= max_line_bytes:
         # No line can be over the cap. Formatted with their terminators, the lines need none between
         # them, and a CRLF can only be a terminator: one replace removes every CR upstream strips.
-        body = "".join([f"Line {n}: {raw}" for n, raw in zip(f.numbers, raws, strict=True)])
+        prefixes = _line_prefixes(numbers)
+        if prefixes is None:
+            body = "".join([f"Line {n}: {raw}" for n, raw in zip(numbers, raws, strict=True)])
+        else:  # no Python step per line: `Line N: ` looked up, joined to its line, all joined
+            body = "".join(map(add, map(prefixes.__getitem__, numbers), raws))
         terminated = body.count("\n")
         if terminated == len(raws) or (terminated == len(raws) - 1 and not raws[-1].endswith("\n")):
             body = body.replace("\r\n", "\n")
             if body.endswith("\n"):
                 body = body[:-1]
-            return f"{f.path}\n{body}"
+            return f"{path}\n{body}"
     lines = [line_text(raw) for raw in raws]
     if max_line_bytes is not None:
         lines = [preview_line(line, max_line_bytes) for line in lines]
-    return f.path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in zip(f.numbers, lines, strict=True)])
+    return path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in zip(numbers, lines, strict=True)])
+
+
+# `Line N: ` for N below the table's length, made once: formatting a section then takes no Python step per
+# line (52,849 lines: 11 -> 6 ms). Grown on demand, up to line 65,535 (~4 MB); beyond that, f-strings.
+_PREFIXES: list[str] = []
+_PREFIXES_MAX = 1 << 16
+_PREFIXES_GROWING = threading.Lock()
+
+
+def _line_prefixes(numbers: list[int]) -> list[str] | None:
+    """The table of `Line N: ` prefixes, covering every number of `numbers`; None when one is out of its
+    range."""
+    if not numbers:
+        return _PREFIXES
+    highest = max(numbers)
+    if highest >= len(_PREFIXES):
+        if highest >= _PREFIXES_MAX:
+            return None
+        with _PREFIXES_GROWING:  # a worker and the event loop's thread may both format
+            size = min(_PREFIXES_MAX, max(1 << 10, 1 << highest.bit_length()))
+            _PREFIXES.extend([f"Line {n}: " for n in range(len(_PREFIXES), size)])
+    return _PREFIXES if min(numbers) >= 0 else None
 
 
 class ParsedBatch(NamedTuple):

@@ -129,23 +129,39 @@ def section(f: FileMatches, max_line_bytes: int | None) -> str:
     """`<path>\\nLine N: <line>…`, each line previewed to `max_line_bytes` (None: as it is)."""
     path, numbers, raws = f.path, f.numbers, f.raw_lines
     if max_line_bytes is None or max(map(len, raws), default=0) * 4 <= max_line_bytes:
-        # No line can be over the cap. Formatted with their terminators, the lines need none between
-        # them, and a CRLF can only be a terminator: one replace removes every CR upstream strips.
         prefixes = _line_prefixes(numbers)
         if prefixes is None:
-            body = "".join([f"Line {n}: {raw}" for n, raw in zip(numbers, raws, strict=True)])
-        else:  # no Python step per line: `Line N: ` looked up, joined to its line, all joined
-            body = "".join(map(add, map(prefixes.__getitem__, numbers), raws))
-        terminated = body.count("\n")
-        if terminated == len(raws) or (terminated == len(raws) - 1 and not raws[-1].endswith("\n")):
-            body = body.replace("\r\n", "\n")
-            if body.endswith("\n"):
-                body = body[:-1]
-            return f"{path}\n{body}"
+            pieces = [f"Line {n}: {raw}" for n, raw in zip(numbers, raws, strict=True)]
+        else:
+            pieces = list(map(add, map(prefixes.__getitem__, numbers), raws))
+        text = _section_of(path, pieces, raws[-1] if raws else "")
+        if text is not None:
+            return text
     lines = [line_text(raw) for raw in raws]
     if max_line_bytes is not None:
         lines = [preview_line(line, max_line_bytes) for line in lines]
     return path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in zip(numbers, lines, strict=True)])
+
+
+def _section_of(path: str, pieces: list[str], last: str) -> str | None:
+    """A section from its lines formatted with their terminators (`Line N: ` + the line as ripgrep gave
+    it; `last` is the last line as ripgrep gave it), or None when they cannot simply be joined: when a
+    line other than the last has no newline, or one has more than its terminator. Joined, they need no
+    separator, and one replace removes every CR upstream strips (a CRLF can only be a terminator). The
+    last line's terminator goes before the join, so the text is copied once. `pieces` is consumed."""
+    if not pieces:
+        return f"{path}\n"
+    ends = last.endswith("\n")
+    if ends:
+        tail = pieces[-1]
+        pieces[-1] = tail[:-2] if tail.endswith("\r\n") else tail[:-1]
+    body = "".join(pieces)
+    terminated = body.count("\n") + ends  # as counted before the last terminator went
+    lines = len(pieces)
+    if terminated == lines or (terminated == lines - 1 and not ends):
+        body = body.replace("\r\n", "\n")
+        return f"{path}\n{body}"
+    return None
 
 
 # `Line N: ` for N below the table's length, made once: formatting a section then takes no Python step per
@@ -186,25 +202,30 @@ def parse_batch(stdout: bytes, cwd: str, max_line_bytes: int | None = None) -> P
     parser, which applies upstream's checks record by record and raises upstream's errors. Formatting
     here, on the worker, overlaps it with the search too.
     """
-    files = _parse_fast(stdout, cwd)
-    growth = 0
-    if files is None:
-        files, growth = _parse_strict(stdout, cwd)
-    return ParsedBatch([FileMatches(f.path, f.numbers, f.raw_lines, section(f, max_line_bytes)) for f in files], growth)
-
-
-def _parse_fast(stdout: bytes, cwd: str) -> list[FileMatches] | None:
     from dsh_search.engine import rgjson  # msgspec: imported on the first grep, not at start-up
 
     found = rgjson.matches(stdout)
     if found is None:  # not as ripgrep writes it: the strict parser says why
-        return None
-    paths, numbers, raw_lines = found
+        files, growth = _parse_strict(stdout, cwd)
+        return ParsedBatch([f._replace(section=section(f, max_line_bytes)) for f in files], growth)
+    return ParsedBatch(_files(*found, cwd, max_line_bytes), 0)
+
+
+def _files(paths: list[str], numbers: list[int], raws: list[str], cwd: str, cap: int | None) -> list[FileMatches]:
+    """A batch's matches (in stream order, three parallel lists) as files, each with its section. When
+    no line of the batch can be over the preview cap and every line number has its prefix, the lines
+    are formatted for the whole batch at once; each file's section then only joins its slice."""
+    prefixes = _line_prefixes(numbers)
+    formatted = None
+    if prefixes is not None and (cap is None or max(map(len, raws), default=0) * 4 <= cap):
+        formatted = list(map(add, map(prefixes.__getitem__, numbers), raws))
     files = []
     start = 0
     for path, run in groupby(paths):  # a file's matches come together
         end = start + len(list(run))
-        files.append(FileMatches(to_workdir_relative(path, cwd), numbers[start:end], raw_lines[start:end]))
+        f = FileMatches(to_workdir_relative(path, cwd), numbers[start:end], raws[start:end])
+        text = None if formatted is None else _section_of(f.path, formatted[start:end], raws[end - 1])
+        files.append(FileMatches(f.path, f.numbers, f.raw_lines, text if text is not None else section(f, cap)))
         start = end
     return files
 

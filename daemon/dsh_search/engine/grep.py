@@ -406,10 +406,17 @@ async def _search(
     else:  # ripgrep reads the files the source chose: the same records, the same result
         argv = ["--json", f"--regexp={pattern}", *source.argv(chosen)]
     started = time.monotonic()
-    result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally)
-    if chosen is None and searcher.files is not None:
-        searcher.files.walked(where.cwd, time.monotonic() - started)
-    await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    try:
+        result = await run_rg(
+            searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally,
+            on_overflow=batches.cancel,
+        )  # fmt: skip
+        if chosen is None and searcher.files is not None:
+            searcher.files.walked(where.cwd, time.monotonic() - started)
+        await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
+        batches.cancel()
+        raise
     if result.no_matches:
         return [], result
     files = ordered([part.files for part in await batches.results()])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.locations import DIST, EXE, ROOT
+from tests.support.locations import DIST, EXE, VENV_RG
 from tests.support.packaging import Venv, build_wheel, install_wheel
 from tests.support.trees import write_slow_corpus
 
@@ -25,9 +25,8 @@ def rg_path() -> str:
     sidecar = DIST / "dsh-search-rg"
     if sidecar.is_file():
         return str(sidecar)
-    venv_rg = ROOT / ".venv" / "bin" / "rg"
-    assert venv_rg.is_file(), "no ripgrep: run scripts/build or install requirements/dev.txt"
-    return str(venv_rg)
+    assert VENV_RG.is_file(), "no ripgrep: run scripts/build or install requirements/dev.txt"
+    return str(VENV_RG)
 
 
 @pytest.fixture(scope="session")

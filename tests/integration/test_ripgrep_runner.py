@@ -137,6 +137,26 @@ def test_stdout_cap_stops_rg_early(rg_path: str, slow_corpus: Path) -> None:
     assert time.monotonic() - started < 2.0
 
 
+def test_the_sink_is_told_of_the_overflow_when_it_happens(rg_path: str, slow_corpus: Path) -> None:
+    """`on_overflow` runs on the reading thread as the cap is passed, after the last chunk the sink took
+    and before the run returns; nothing reaches the sink after it."""
+    events: list[tuple[str, int]] = []
+    out = run(
+        ripgrep.run(
+            rg_path,
+            ["-j1", "--regexp=a"],
+            cwd=str(slow_corpus),
+            env={},
+            limits=ripgrep.Limits(stdout_cap=100_000, stderr_cap=1000, grace_s=1),
+            stdout_sink=lambda chunk: events.append(("chunk", len(chunk))),
+            on_overflow=lambda: events.append(("overflow", 0)),
+        )
+    )
+    assert out.stdout_overflow
+    assert events[-1] == ("overflow", 0) and [e for e in events if e[0] == "overflow"] == [("overflow", 0)]
+    assert sum(n for kind, n in events if kind == "chunk") <= 100_000
+
+
 def test_environment_is_scrubbed(rg_path: str, slow_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_API_KEY", "k")
     monkeypatch.setenv("GITHUB_TOKEN", "t")

@@ -92,6 +92,7 @@ class FakeLaunch:
         cwd: str | bytes,
         stdin_data: bytes | None = None,
         sink: Any = None,
+        on_overflow: Any = None,
     ) -> Outcome:
         self.calls.append(([os.fsdecode(a) for a in args], os.fsdecode(cwd)))
         result = self.result or outcome(0 if self.stdout else 1)

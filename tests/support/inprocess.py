@@ -24,9 +24,7 @@ from dsh_search import wiring
 from dsh_search.engine.sidecar import verify
 from dsh_search.transport.framing import Framing
 from tests.support.daemon import Conversation
-from tests.support.locations import ROOT
-
-VENV_RG = ROOT / ".venv" / "bin" / "rg"
+from tests.support.locations import VENV_RG
 
 
 class InProcessDaemon(Conversation):

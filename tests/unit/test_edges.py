@@ -243,6 +243,30 @@ def test_batches_add_up_to_the_whole_stream() -> None:
     assert batches.decoded_growth() == utf8_growth(stream) > 0
 
 
+def test_cancelled_batches_are_dropped_and_later_input_ignored() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dsh_search.engine.batches import Batches
+
+    gate = threading.Event()
+    worked: list[bytes] = []
+
+    def work(blob: bytes) -> bytes:
+        gate.wait(5)
+        worked.append(blob)
+        return blob
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batches = Batches(b"\n", work, pool, growth=len, min_bytes=4, max_bytes=8)
+        batches.feed(b"aaaa\nbbbb\ncccc\ndd")  # three batches: the first is being worked on, two wait
+        batches.cancel()
+        batches.feed(b"dd\neeee\n")
+        gate.set()
+    assert worked == [b"aaaa"]
+    assert [f.cancelled() for f in batches._futures] == [False, True, True]
+
+
 def _app(tmp_path: Path, stdout: bytes, **config: Any) -> Context:
     """An app whose ripgrep writes `stdout` and exits 0."""
     return make_app(launch=FakeLaunch(stdout, outcome(0)), workdir=str(tmp_path), **config)

@@ -53,6 +53,7 @@ class Batches(Generic[T]):
         self._futures: list[Future[T]] = []
         self._seen: dict[bytes, bool] = {}  # needle → seen in the stream so far (see `watch`)
         self._tail = b""  # the stream's last bytes, for needles split across chunks
+        self._cancelled = False
 
     def watch(self, needle: bytes) -> None:
         """Remember from now on whether `needle` passes by in the stream (`saw`)."""
@@ -62,6 +63,8 @@ class Batches(Generic[T]):
         return self._seen.get(needle, False)
 
     def feed(self, chunk: bytes) -> None:
+        if self._cancelled:
+            return
         if self._seen:
             window = self._tail + chunk
             for needle, seen in self._seen.items():
@@ -83,8 +86,18 @@ class Batches(Generic[T]):
             del buf[:start]
 
     def _submit(self, blob: bytes) -> None:
-        if blob:
+        if blob and not self._cancelled:
             self._futures.append(self._pool.submit(self._run, blob))
+
+    def cancel(self) -> None:
+        """Stop working: the output will not be used (it passed the raw-output cap, or the search failed
+        or was cancelled). Batches not yet started are dropped and later input is ignored, so the
+        worker is free at once rather than parsing what nobody reads — while it parses, the answer waits
+        for the GIL. Safe from any thread."""
+        self._cancelled = True
+        self._buf.clear()
+        for future in list(self._futures):
+            future.cancel()  # a batch being worked on finishes; the rest never start
 
     def _run(self, blob: bytes) -> T:
         try:

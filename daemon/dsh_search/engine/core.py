@@ -57,6 +57,7 @@ class Launch(Protocol):
         cwd: str | bytes,
         stdin_data: bytes | None = None,
         sink: Sink | None = None,
+        on_overflow: Callable[[], None] | None = None,
     ) -> Awaitable[ripgrep.Outcome]: ...
 
 
@@ -239,16 +240,20 @@ async def run_rg(
     sink: Sink | None = None,
     stdin_data: bytes | None = None,
     tally: Tally | None = None,
+    on_overflow: Callable[[], None] | None = None,
 ) -> RgResult:
     """One rg run for `tool`: a slot, the launch, the outcome classified. `has_results` tells, at exit 2,
-    whether rg found anything (then its complaints become a note, not a failure)."""
+    whether rg found anything (then its complaints become a note, not a failure). `on_overflow` is told,
+    on the thread reading rg's output, the moment that output passes the raw-output cap."""
     async with searcher.slots:
         if tally is not None:
             tally.searching = True
         if preflight(tool, where):
             return RgResult(b"", no_matches=True, unreadable=0, stdout_bytes=0)
         try:
-            outcome = await searcher.launch(args, cwd=where.cwd, stdin_data=stdin_data, sink=sink)
+            outcome = await searcher.launch(
+                args, cwd=where.cwd, stdin_data=stdin_data, sink=sink, on_overflow=on_overflow
+            )
         except ripgrep.LaunchError as exc:
             _could_not_start(tool, exc)
     return classify(tool, outcome, searcher.config.raw_output_max_bytes, has_results)

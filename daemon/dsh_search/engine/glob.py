@@ -177,10 +177,17 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
     sink = batches.feed if tally is None else tally.counting(batches.feed, PATH_END)
     argv = build_argv(pattern, where.path, searcher.deny_globs, searcher.walk_threads)
     started = time.monotonic()
-    result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.any_data(), sink=sink, tally=tally)
-    if searcher.files is not None:
-        searcher.files.walked(where.cwd, time.monotonic() - started)
-    await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    try:
+        result = await run_rg(
+            searcher, TOOL, argv, where, lambda _: batches.any_data(), sink=sink, tally=tally,
+            on_overflow=batches.cancel,
+        )  # fmt: skip
+        if searcher.files is not None:
+            searcher.files.walked(where.cwd, time.monotonic() - started)
+        await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
+        batches.cancel()
+        raise
     if result.no_matches:
         return [], result
     return await ordered_paths(batches, cwd, where.deny), result

@@ -12,10 +12,11 @@ path and matches by line number, so the inline page and the spill artifact are s
 from __future__ import annotations
 
 import base64
-import re
+import threading
 import time
 from collections.abc import Iterator
-from itertools import chain, pairwise
+from itertools import chain, groupby, pairwise
+from operator import add
 from typing import Any, NamedTuple
 
 import orjson
@@ -126,21 +127,63 @@ def raw_line(text: str) -> str:
 
 def section(f: FileMatches, max_line_bytes: int | None) -> str:
     """`<path>\\nLine N: <line>…`, each line previewed to `max_line_bytes` (None: as it is)."""
-    raws = f.raw_lines
+    path, numbers, raws = f.path, f.numbers, f.raw_lines
     if max_line_bytes is None or max(map(len, raws), default=0) * 4 <= max_line_bytes:
-        # No line can be over the cap. Formatted with their terminators, the lines need none between
-        # them, and a CRLF can only be a terminator: one replace removes every CR upstream strips.
-        body = "".join([f"Line {n}: {raw}" for n, raw in zip(f.numbers, raws, strict=True)])
-        terminated = body.count("\n")
-        if terminated == len(raws) or (terminated == len(raws) - 1 and not raws[-1].endswith("\n")):
-            body = body.replace("\r\n", "\n")
-            if body.endswith("\n"):
-                body = body[:-1]
-            return f"{f.path}\n{body}"
+        prefixes = _line_prefixes(numbers)
+        if prefixes is None:
+            pieces = [f"Line {n}: {raw}" for n, raw in zip(numbers, raws, strict=True)]
+        else:
+            pieces = list(map(add, map(prefixes.__getitem__, numbers), raws))
+        text = _section_of(path, pieces, raws[-1] if raws else "")
+        if text is not None:
+            return text
     lines = [line_text(raw) for raw in raws]
     if max_line_bytes is not None:
         lines = [preview_line(line, max_line_bytes) for line in lines]
-    return f.path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in zip(f.numbers, lines, strict=True)])
+    return path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in zip(numbers, lines, strict=True)])
+
+
+def _section_of(path: str, pieces: list[str], last: str) -> str | None:
+    """A section from its lines formatted with their terminators (`Line N: ` + the line as ripgrep gave
+    it; `last` is the last line as ripgrep gave it), or None when they cannot simply be joined: when a
+    line other than the last has no newline, or one has more than its terminator. Joined, they need no
+    separator, and one replace removes every CR upstream strips (a CRLF can only be a terminator). The
+    last line's terminator goes before the join, so the text is copied once. `pieces` is consumed."""
+    if not pieces:
+        return f"{path}\n"
+    ends = last.endswith("\n")
+    if ends:
+        tail = pieces[-1]
+        pieces[-1] = tail[:-2] if tail.endswith("\r\n") else tail[:-1]
+    body = "".join(pieces)
+    terminated = body.count("\n") + ends  # as counted before the last terminator went
+    lines = len(pieces)
+    if terminated == lines or (terminated == lines - 1 and not ends):
+        body = body.replace("\r\n", "\n")
+        return f"{path}\n{body}"
+    return None
+
+
+# `Line N: ` for N below the table's length, made once: formatting a section then takes no Python step per
+# line (52,849 lines: 11 -> 6 ms). Grown on demand, up to line 65,535 (~4 MB); beyond that, f-strings.
+_PREFIXES: list[str] = []
+_PREFIXES_MAX = 1 << 16
+_PREFIXES_GROWING = threading.Lock()
+
+
+def _line_prefixes(numbers: list[int]) -> list[str] | None:
+    """The table of `Line N: ` prefixes, covering every number of `numbers`; None when one is out of its
+    range."""
+    if not numbers:
+        return _PREFIXES
+    highest = max(numbers)
+    if highest >= len(_PREFIXES):
+        if highest >= _PREFIXES_MAX:
+            return None
+        with _PREFIXES_GROWING:  # a worker and the event loop's thread may both format
+            size = min(_PREFIXES_MAX, max(1 << 10, 1 << highest.bit_length()))
+            _PREFIXES.extend([f"Line {n}: " for n in range(len(_PREFIXES), size)])
+    return _PREFIXES if min(numbers) >= 0 else None
 
 
 class ParsedBatch(NamedTuple):
@@ -152,43 +195,37 @@ def parse_batch(stdout: bytes, cwd: str, max_line_bytes: int | None = None) -> P
     """A batch of whole --json records → the files it holds matches of (each with its section formatted,
     lines previewed to `max_line_bytes`), and the batch's decoded growth.
 
-    The fast path reads a batch as ripgrep writes it with one orjson call and a few list operations: no
-    Python step per record beyond one filter. Anything that path does not recognise — a record that is
-    not JSON, a match without the fields and types ripgrep always writes, a path or a line in base64 —
-    sends the batch to the strict parser, which applies upstream's checks record by record and raises
-    upstream's errors. Formatting here, on the worker, overlaps it with the search too.
+    The fast path reads a batch as ripgrep writes it with one msgspec call that builds only the fields
+    grep uses (engine/rgjson.py) and a few list operations: no Python step per record beyond one filter.
+    Anything that path does not recognise — a record that is not JSON or not UTF-8, a match without the
+    fields and types ripgrep always writes, a path or a line in base64 — sends the batch to the strict
+    parser, which applies upstream's checks record by record and raises upstream's errors. Formatting
+    here, on the worker, overlaps it with the search too.
     """
-    files = _parse_fast(stdout, cwd)
-    growth = 0
-    if files is None:
+    from dsh_search.engine import rgjson  # msgspec: imported on the first grep, not at start-up
+
+    found = rgjson.matches(stdout)
+    if found is None:  # not as ripgrep writes it: the strict parser says why
         files, growth = _parse_strict(stdout, cwd)
-    return ParsedBatch([f._replace(section=section(f, max_line_bytes)) for f in files], growth)
+        return ParsedBatch([f._replace(section=section(f, max_line_bytes)) for f in files], growth)
+    return ParsedBatch(_files(*found, cwd, max_line_bytes), 0)
 
 
-# A match record as ripgrep writes it ends with `,"absolute_offset":…,"submatches":[…]}}`: fields
-# upstream never reads, and most of what orjson would build (a list and a dict or two per submatch).
-# Cut to `}}` before parsing, each match costs four small dicts; that, and no per-record Python step
-# but one filter, took the parse of 52,849 matches from ~170 ms to ~50 ms. The marker cannot occur
-# inside a string, whose quotes JSON escapes.
-_MATCH_TAIL = re.compile(rb',"absolute_offset":[^\n]*')
-
-
-def _parse_fast(stdout: bytes, cwd: str) -> list[FileMatches] | None:
-    try:
-        records = orjson.loads(b"[" + _MATCH_TAIL.sub(b"}}", stdout).replace(b"\n", b",") + b"]")
-        found = [r["data"] for r in records if r["type"] == "match"]
-        paths = [d["path"]["text"] for d in found]
-        raw_lines = [d["lines"]["text"] for d in found]
-        numbers = [d["line_number"] for d in found]
-    except (orjson.JSONDecodeError, KeyError, TypeError):  # not as ripgrep writes it: the strict parser says why
-        return None
-    if found and not (set(map(type, paths)) == set(map(type, raw_lines)) == {str} and set(map(type, numbers)) == {int}):
-        return None
+def _files(paths: list[str], numbers: list[int], raws: list[str], cwd: str, cap: int | None) -> list[FileMatches]:
+    """A batch's matches (in stream order, three parallel lists) as files, each with its section. When
+    no line of the batch can be over the preview cap and every line number has its prefix, the lines
+    are formatted for the whole batch at once; each file's section then only joins its slice."""
+    prefixes = _line_prefixes(numbers)
+    formatted = None
+    if prefixes is not None and (cap is None or max(map(len, raws), default=0) * 4 <= cap):
+        formatted = list(map(add, map(prefixes.__getitem__, numbers), raws))
     files = []
     start = 0
-    for end in [*(i for i in range(1, len(paths)) if paths[i] != paths[i - 1]), len(paths)]:
-        if end > start:
-            files.append(FileMatches(to_workdir_relative(paths[start], cwd), numbers[start:end], raw_lines[start:end]))
+    for path, run in groupby(paths):  # a file's matches come together
+        end = start + len(list(run))
+        f = FileMatches(to_workdir_relative(path, cwd), numbers[start:end], raws[start:end])
+        text = None if formatted is None else _section_of(f.path, formatted[start:end], raws[end - 1])
+        files.append(FileMatches(f.path, f.numbers, f.raw_lines, text if text is not None else section(f, cap)))
         start = end
     return files
 
@@ -369,10 +406,17 @@ async def _search(
     else:  # ripgrep reads the files the source chose: the same records, the same result
         argv = ["--json", f"--regexp={pattern}", *source.argv(chosen)]
     started = time.monotonic()
-    result = await run_rg(searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally)
-    if chosen is None and searcher.files is not None:
-        searcher.files.walked(where.cwd, time.monotonic() - started)
-    await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    try:
+        result = await run_rg(
+            searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally,
+            on_overflow=batches.cancel,
+        )  # fmt: skip
+        if chosen is None and searcher.files is not None:
+            searcher.files.walked(where.cwd, time.monotonic() - started)
+        await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
+    except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
+        batches.cancel()
+        raise
     if result.no_matches:
         return [], result
     files = ordered([part.files for part in await batches.results()])

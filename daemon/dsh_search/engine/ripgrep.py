@@ -237,6 +237,7 @@ class Child:
         loop: asyncio.AbstractEventLoop,
         memory_bounded: bool,
         owners: Owners,
+        on_overflow: Callable[[], None] | None = None,
     ) -> None:
         self.pid = proc.pid  # also the process group id: the child leads its own session
         self._proc = proc
@@ -244,6 +245,7 @@ class Child:
         self._stdin = memoryview(stdin_data) if stdin_data is not None else None
         self._limits = limits
         self._sink = sink
+        self._on_overflow = on_overflow
         self._loop = loop
         self._memory_bounded = memory_bounded
         self._lock = threading.Lock()  # orders signals against the reap
@@ -344,6 +346,11 @@ class Child:
                                 chunks.clear()
                                 self.signal(signal.SIGTERM)
                                 kill_at = time.monotonic() + limits.grace_s
+                                if self._on_overflow is not None:
+                                    try:  # whoever works on the output can stop now: it has no taker
+                                        self._on_overflow()
+                                    except Exception as exc:
+                                        self.error = exc
                             elif self._sink is not None and self.error is None:
                                 try:
                                     self._sink(chunk)
@@ -430,6 +437,7 @@ def spawn(
     sink: Callable[[bytes], None] | None,
     loop: asyncio.AbstractEventLoop,
     owners: Owners,
+    on_overflow: Callable[[], None] | None = None,
 ) -> Child:
     """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
     opened: list[int] = []
@@ -467,7 +475,7 @@ def spawn(
         if child_end is not None:
             os.close(child_end)
     bounded = limits.memory_cap is not None and _limit_memory(proc.pid, limits.memory_cap)
-    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded, owners)
+    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded, owners, on_overflow)
 
 
 def _memory_file(data: bytes) -> int | None:
@@ -531,16 +539,19 @@ async def run(
     owners: Owners | None = None,
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
+    on_overflow: Callable[[], None] | None = None,
 ) -> Outcome:
     """Run `rg --no-config <args>` in `cwd` and collect its output within the limits.
 
     With `stdout_sink`, stdout chunks go to the sink as they arrive, on the child's thread (so work on
     them can overlap the search), instead of being collected; the cap still applies to their total.
+    `on_overflow` is called on that thread the moment stdout passes the cap (rg is being stopped, and
+    what the sink was given will not be used).
     `groups` tracks the child while it runs; `owners` lends it a thread (a new one when not given).
     """
     child = spawn(
         rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
-        loop=asyncio.get_running_loop(), owners=owners or Owners(),
+        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow,
     )  # fmt: skip
     if groups is not None:
         groups.add(child)
@@ -585,8 +596,9 @@ class Launcher:
         cwd: str | bytes,
         stdin_data: bytes | None = None,
         sink: Callable[[bytes], None] | None = None,
+        on_overflow: Callable[[], None] | None = None,
     ) -> Outcome:
         return await run(
             self.rg_path, args, cwd=cwd, env=self.env, limits=self.limits, stdin_data=stdin_data,
-            groups=self.groups, owners=self.owners, stdout_sink=sink,
+            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow,
         )  # fmt: skip

@@ -236,6 +236,25 @@ class Daemon:
     def sampler(self, method: str, params: Any) -> Sampler:
         return lambda: seconds(lambda: self.client.result(method, params))
 
+    def answer(self, method: str, params: Any) -> tuple[str, str]:
+        """("result", first line of the text) or ("error", the error's message): a workload may end in an error."""
+        response = self.client.request(method, params)
+        if "error" in response:
+            return "error", str(response["error"]["message"])
+        return "result", str(response["result"]["text"]).split("\n")[0]
+
+    def answer_sampler(self, method: str, params: Any, expected: tuple[str, str]) -> Sampler:
+        """Times one call and checks that it answers as the first did (the same kind, the same first line)."""
+
+        def sample() -> float:
+            started = time.perf_counter()
+            got = self.answer(method, params)
+            elapsed = time.perf_counter() - started
+            assert got == expected, (got, expected)
+            return elapsed
+
+        return sample
+
     def peak_rss_mb(self) -> float | None:
         return vm_hwm_mb(self.pid)
 
@@ -356,6 +375,13 @@ SEARCH_WORKLOADS: list[tuple[str, str, str, dict[str, Any], list[Check]]] = [
         {"pattern": "static", "path": "drivers/net/ethernet"},
         [Check("ratio", 1.3, 1.0)],
     ),
+    (
+        "grep-overflow",
+        "grep `static` in drivers/net (output over the cap)",
+        "grep",
+        {"pattern": "static", "path": "drivers/net"},
+        [Check("ratio", 0.8)],
+    ),
     ("grep-suspend", "grep `[A-Z]+_SUSPEND`", "grep", {"pattern": "[A-Z]+_SUSPEND"}, [Check("ratio", 1.05)]),
     ("glob-c", "glob `*.c`", "glob", {"pattern": "*.c"}, [Check("ratio", 0.8, 0.6)]),
     ("glob-makefile", "glob `**/Makefile`", "glob", {"pattern": "**/Makefile"}, [Check("ratio", 0.9)]),
@@ -401,15 +427,57 @@ def run_search(b: Bench) -> None:
     for wid, title, method, params, checks in SEARCH_WORKLOADS:
         if not b.wanted(wid, "search"):
             continue
-        argv = rg_argv(method, params)
-        first = b.daemon.call(method, params)  # warm the page cache for everyone
-        count = rg_count(method, bare_rg(b.rg, argv, b.tree).stdout)
-        samplers = {
-            "daemon": b.daemon.sampler(method, params),
-            "rg": rg_sampler(b.rg, argv, b.tree),
-        }
-        extra = {"params": params, "rg_argv": argv, "rg_results": count, "daemon_text": first["text"].split("\n")[0]}
-        b.add(Result(wid, "search", title, interleave(samplers, b.rounds), "rg", checks, extra))
+        b.add(search_result(b, b.daemon, wid, "search", title, method, params, checks))
+
+
+def search_result(
+    b: Bench, daemon: Daemon, wid: str, group: str, title: str, method: str, params: dict[str, Any], checks: list[Check]
+) -> Result:
+    """One kernel-tree workload: the daemon's call against bare rg's run of the same argv, interleaved."""
+    argv = rg_argv(method, params)
+    first = daemon.answer(method, params)  # also warms the page cache for everyone
+    count = rg_count(method, bare_rg(b.rg, argv, b.tree).stdout)
+    samplers = {
+        "daemon": daemon.answer_sampler(method, params, first),
+        "rg": rg_sampler(b.rg, argv, b.tree),
+    }
+    extra = {"params": params, "rg_argv": argv, "rg_results": count, f"daemon_{first[0]}": first[1]}
+    return Result(wid, group, title, interleave(samplers, b.rounds), "rg", checks, extra)
+
+
+# The workloads whose Python share grows as cores are added: ripgrep's part shrinks with them, a parse does not.
+CORE_WORKLOADS = ("grep-static", "grep-overflow")
+
+
+def core_counts() -> list[int]:
+    """1, 2 and all the CPUs this process may use (fewer where there are fewer)."""
+    available = len(os.sched_getaffinity(0))
+    return sorted({n for n in (1, 2, available) if n <= available})
+
+
+def run_cores(b: Bench) -> None:
+    """The heavy grep and the overflow with everything (this process, bare rg, the daemon and its rg) pinned
+    to 1, 2 and all CPUs: a fresh daemon per count, started after the pinning so that it inherits it."""
+    workloads = [w for w in SEARCH_WORKLOADS if w[0] in CORE_WORKLOADS]
+    counts = core_counts()
+    if not any(b.wanted(f"cores-{w[0]}-{n}cpu", "cores") for w in workloads for n in counts):
+        return
+    everything = sorted(os.sched_getaffinity(0))
+    try:
+        for n in counts:
+            os.sched_setaffinity(0, everything[:n])
+            daemon = Daemon(b.exe, b.tree, b.spill())
+            try:
+                for wid, title, method, params, _ in workloads:
+                    cid = f"cores-{wid}-{n}cpu"
+                    if b.wanted(cid, "cores"):
+                        result = search_result(b, daemon, cid, "cores", f"{title}, {n} CPU", method, params, [])
+                        result.extra["cpus"] = n
+                        b.add(result)
+            finally:
+                daemon.close()
+    finally:
+        os.sched_setaffinity(0, everything)
 
 
 def run_rss(b: Bench) -> None:
@@ -973,6 +1041,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = sizes or (QUICK_SCALE_SIZES if args.quick else DEFAULT_SCALE_SIZES)
     if args.list:
         ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "cold-start", "concurrency"]
+        ids += [f"cores-{w}-{n}cpu" for w in CORE_WORKLOADS for n in core_counts()]
         ids += [c[0] for c in TERMINAL_CASES]
         ids += [f"scale-{k}-{size_label(n)}" for n in sizes for k, *_ in SCALE_WORKLOADS]
         ids += ["warm-build-kernel", *(w[0] for w in WARM_KERNEL), "warm-grep-static", "warm-rewrite"]
@@ -993,15 +1062,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             run_cold_start(b)
             kernel_ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "concurrency"]
+            core_ids = [f"cores-{w}-{n}cpu" for w in CORE_WORKLOADS for n in core_counts()]
             if (
                 b.any_wanted("search", kernel_ids)
                 or b.any_wanted("rss", kernel_ids)
                 or b.wanted("concurrency", "concurrency")
+                or b.any_wanted("cores", core_ids)
             ):
                 print(f"bench: tree {b.tree}", flush=True)
                 run_search(b)
                 run_rss(b)
                 run_concurrency(b)
+                run_cores(b)
             run_terminal(b)
             run_scale(b)
             run_warm(b)

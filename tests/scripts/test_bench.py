@@ -62,6 +62,12 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
     assert workloads["rss-grep-static"]["peak_rss_mb"] > 0
     assert workloads["scale-grep-literal-900"]["extra"]["rg_results"] == 9
     assert workloads["grep-static"]["extra"]["rg_results"] > 0
+    # The core-count runs: each pinned workload once per count, 1 CPU always among them.
+    cores = [w for w in workloads.values() if w["group"] == "cores"]
+    assert {(w["id"].rsplit("-", 1)[0], w["extra"]["cpus"]) for w in cores} >= {
+        ("cores-grep-static", 1),
+        ("cores-grep-overflow", 1),
+    }
     growth = doc["scale_growth"]
     assert set(growth) == {"glob-all", "glob-x", "grep-literal"}
     assert growth["glob-all"]["files"] == [300, 900]

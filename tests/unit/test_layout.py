@@ -22,6 +22,7 @@ SANS_IO = [
     "engine/globsyntax.py",
     "engine/jscompat.py",
     "engine/presentation.py",
+    "engine/rgjson.py",
     "engine/sampling.py",
     "store/scrollback.py",
     "store/index/regex.py",

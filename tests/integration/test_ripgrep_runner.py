@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,17 +122,23 @@ def test_child_ignoring_sigterm_is_killed_after_grace(tmp_path: Path) -> None:
     assert group_gone(pid)  # the grandchild sleeping in the same group is gone too
 
 
-def test_stdout_cap_stops_rg_early(rg_path: str, slow_corpus: Path) -> None:
-    started = time.monotonic()
-    out = run(
+def _over_the_cap(rg_path: str, corpus: Path, **kwargs: Any) -> ripgrep.Outcome:
+    """A search whose output passes a 100,000-byte cap long before it ends."""
+    return run(
         ripgrep.run(
             rg_path,
             ["-j1", "--regexp=a"],
-            cwd=str(slow_corpus),
+            cwd=str(corpus),
             env={},
             limits=ripgrep.Limits(stdout_cap=100_000, stderr_cap=1000, grace_s=1),
+            **kwargs,
         )
     )
+
+
+def test_stdout_cap_stops_rg_early(rg_path: str, slow_corpus: Path) -> None:
+    started = time.monotonic()
+    out = _over_the_cap(rg_path, slow_corpus)
     assert out.stdout_overflow and out.stdout == b""
     assert out.exit_code is None and out.signal == signal.SIGTERM
     assert time.monotonic() - started < 2.0
@@ -141,16 +148,11 @@ def test_the_sink_is_told_of_the_overflow_when_it_happens(rg_path: str, slow_cor
     """`on_overflow` runs on the reading thread as the cap is passed, after the last chunk the sink took
     and before the run returns; nothing reaches the sink after it."""
     events: list[tuple[str, int]] = []
-    out = run(
-        ripgrep.run(
-            rg_path,
-            ["-j1", "--regexp=a"],
-            cwd=str(slow_corpus),
-            env={},
-            limits=ripgrep.Limits(stdout_cap=100_000, stderr_cap=1000, grace_s=1),
-            stdout_sink=lambda chunk: events.append(("chunk", len(chunk))),
-            on_overflow=lambda: events.append(("overflow", 0)),
-        )
+    out = _over_the_cap(
+        rg_path,
+        slow_corpus,
+        stdout_sink=lambda chunk: events.append(("chunk", len(chunk))),
+        on_overflow=lambda: events.append(("overflow", 0)),
     )
     assert out.stdout_overflow
     assert events[-1] == ("overflow", 0) and [e for e in events if e[0] == "overflow"] == [("overflow", 0)]

@@ -12,6 +12,7 @@ import pytest
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.processes import processes_named
 from tests.support.trees import upstream_fixture
+from tests.support.unprivileged import reachable_by_nobody
 
 
 @pytest.fixture
@@ -23,17 +24,22 @@ def spill_root(tmp_path: Path) -> Path:
 def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
     started: list[Daemon] = []
 
+    used = {exe}
+
     def make(*extra: str, framing: str = "ndjson", sampling: str = "true", **kw: Any) -> Daemon:
         args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
-        d = Daemon(args, framing=framing, exe=exe, **kw)
+        # A daemon that drops root's privileges runs a copy it can reach when the build is out of reach.
+        program = reachable_by_nobody(exe) if "user" in kw else exe
+        used.add(program)
+        d = Daemon(args, framing=framing, exe=program, **kw)
         started.append(d)
         return d
 
     yield make
     for d in started:
         d.stop()
-    sidecar = f"{exe}-rg"
-    assert not processes_named(sidecar), "an rg process outlived its search"
+    for program in used:
+        assert not processes_named(f"{program}-rg"), "an rg process outlived its search"
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.trees import write
-from tests.support.unprivileged import unprivileged_popen, unprivileged_tree
+from tests.support.unprivileged import reachable_by_nobody, unprivileged_popen, unprivileged_tree
 
 VCS = [f"--glob=!**/{name}{tail}" for name in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for tail in ("", "/**")]
 UPSTREAM_GLOB = ["--files", "--glob=*", "--sort=modified", "--no-ignore", "--hidden", *VCS]
@@ -102,7 +102,7 @@ def reference(named: str, argv: list[str], rg: str) -> tuple[int, bytes, bytes] 
     None when the kernel will not go there. (chdir in preexec_fn: after the switch of user.)"""
     try:
         done = subprocess.run(
-            [rg, "--no-config", *argv],
+            [str(reachable_by_nobody(Path(rg))), "--no-config", *argv],
             check=False,
             capture_output=True,
             stdin=subprocess.DEVNULL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -39,3 +40,33 @@ def unprivileged_tree() -> Iterator[Path]:
                 if not os.path.islink(path):
                     os.chmod(path, 0o700)  # top-down: before os.walk descends into it
         shutil.rmtree(root, ignore_errors=True)
+
+
+_COPIES: dict[Path, Path] = {}
+
+
+def reachable_by_nobody(binary: Path) -> Path:
+    """`binary` itself when the unprivileged user can run it, else a copy that it can, made once per
+    session (with the executable's `-rg` sidecar beside it, where the daemon looks for it). A checkout
+    under a 0700 home or a `mktemp -d` directory is out of that user's reach, and so is what it built."""
+    if os.geteuid() != 0 or _runnable_by_others(binary):
+        return binary
+    if binary not in _COPIES:
+        home = Path(tempfile.mkdtemp(prefix="dsh-unpriv-bin-", dir="/tmp"))
+        home.chmod(0o755)
+        for source in (binary, Path(f"{binary}-rg")):
+            if source.is_file():
+                shutil.copy2(source, home / source.name)
+                (home / source.name).chmod(0o755)
+        atexit.register(shutil.rmtree, home, True)
+        _COPIES[binary] = home / binary.name
+    return _COPIES[binary]
+
+
+def _runnable_by_others(path: Path) -> bool:
+    """Whether a user who is neither the owner nor in the group can read and run `path` (a onefile
+    executable reads itself) and enter every directory above it."""
+    real = path.resolve()
+    if real.stat().st_mode & 0o005 != 0o005:
+        return False
+    return all(parent.stat().st_mode & 0o001 for parent in real.parents)

@@ -111,7 +111,10 @@ async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[An
 def edit(root: Path, data: st.DataObject) -> str:
     kind = data.draw(
         st.sampled_from(
-            ["write", "write", "write", "delete", "rename", "mkdir", "rmdir", "rules", "link", "git", "touch", "mvdir"]
+            [
+                *("write", "write", "write", "delete", "rename", "mkdir", "rmdir"),
+                *("rules", "link", "git", "touch", "mvdir", "chmod"),
+            ]
         )
     )
     directory = data.draw(st.sampled_from(["", *DIRS]))
@@ -149,6 +152,13 @@ def edit(root: Path, data: st.DataObject) -> str:
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.exists() and not link.is_symlink():
             link.symlink_to(data.draw(st.sampled_from(["../src", "a", "src/b.c", "/nonexistent"])))
+    elif kind == "chmod":
+        # A mode change is an attribute event, not a write: the index must neither miss a change nor
+        # take one for a new version. Run as a user other than root, 000 also makes it unreadable.
+        changed = target if target.exists() else root / directory
+        if changed.exists() and changed != root:
+            modes = [0o644, 0o600, 0o755, 0o000] if changed.is_file() else [0o755, 0o700, 0o555]
+            changed.chmod(data.draw(st.sampled_from(modes)))
     elif kind == "git":
         (root / directory / ".git").mkdir(parents=True, exist_ok=True)
     return f"{kind} {directory}/{name}"
@@ -231,7 +241,17 @@ async def _scenario(data: st.DataObject, rg: str) -> None:
             pair.pool.parse.shutdown()
             pair.pool.stat.shutdown()
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        _remove(base)
+
+
+def _remove(base: Path) -> None:
+    """The scenario's directory and all in it, directory modes put back first (top-down, before each is
+    entered) so that a chmod edit does not leave anything behind."""
+    for dirpath, dirnames, _ in os.walk(base):
+        for name in dirnames:
+            if not os.path.islink(os.path.join(dirpath, name)):
+                os.chmod(os.path.join(dirpath, name), 0o700)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:

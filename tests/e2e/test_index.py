@@ -186,3 +186,25 @@ def test_a_search_outside_the_workspace_walks(start: MakeDaemon, tmp_path: Path)
     same(on, off, "grep", {"pattern": "SUSPEND_3", "path": str(other)})
     assert on.result("index/status")["walked"] == before + 2
     assert error_of(on.call("grep", {"pattern": "x", "cwd": str(tmp_path / "nope")}))[1] == "SEARCH_FAILED"
+
+
+def test_an_include_that_brings_back_a_skipped_file_walks(start: MakeDaemon, tmp_path: Path) -> None:
+    """ripgrep lets an include glob override its hidden-file and ignore rules, and `*` enters `.git`: such
+    files are searched with the include and not without, so the index, which holds only the latter,
+    must not answer those calls (and still answers the others)."""
+    root = tree(tmp_path / "w")
+    write(root, "src/.hidden.c", "SUSPEND_HIDDEN\n", 950)
+    write(root, ".git/config", "SUSPEND_GIT\n", 951)
+    on, off = indexed_and_plain(start, root, tmp_path / "index")
+    for include in ("*", "*.c", "*.log", "src/*", ".*", "*.md"):
+        for pattern in ("SUSPEND_(HIDDEN|BUILD|LOG|GIT)", "SUSPEND_17"):
+            same(on, off, "grep", {"pattern": pattern, "include": include})
+    assert "SUSPEND_HIDDEN" in same(on, off, "grep", {"pattern": "SUSPEND_HIDDEN", "include": "*.c"})["result"]["text"]
+    assert "SUSPEND_GIT" in same(on, off, "grep", {"pattern": "SUSPEND_GIT", "include": "*"})["result"]["text"]
+    # A hidden file created now is judged too, and an include that reaches nothing skipped is answered.
+    write(root, "src/m1/.late.c", "SUSPEND_LATE\n", 960)
+    assert "SUSPEND_LATE" in same(on, off, "grep", {"pattern": "SUSPEND_LATE", "include": "*.c"})["result"]["text"]
+    before = answered(on)
+    same(on, off, "grep", {"pattern": "SUSPEND_17", "include": "*.md"})
+    same(on, off, "grep", {"pattern": "SUSPEND_17", "include": "src/m1/*.c"})  # .late.c: walks
+    assert answered(on) == before + 1

@@ -93,6 +93,14 @@ class FileList:
         """`path` now has this modification time, or is gone (None)."""
         self.overlay[path] = Change(mtime)
 
+    def paths(self) -> Iterator[bytes]:
+        """Every current file, one at a time (the snapshot's not changed since, then the changed ones)."""
+        overlay = self.overlay
+        for _mtime, path in self.snapshot.entries():
+            if path not in overlay:
+                yield path
+        yield from [path for path, change in overlay.items() if change.mtime is not None]
+
     def matching(self, matcher: Matcher) -> list[bytes]:
         """Every current file `matcher` takes, in glob's order. Without changes that match, the
         snapshot's answer as it is; with some, merged with it by (mtime, path)."""

@@ -59,6 +59,7 @@ class Watcher:
         self._inotify = INotify(nonblocking=True)
         self._dir_of: dict[int, bytes] = {}  # watch descriptor → directory, relative to the root
         self._wd_of: dict[bytes, int] = {}
+        self.changes = 0  # counts changes to the set of watched directories
 
     def fileno(self) -> int:
         fd: int = self._inotify.fileno()
@@ -66,6 +67,10 @@ class Watcher:
 
     def __len__(self) -> int:
         return len(self._wd_of)
+
+    def directories(self) -> list[bytes]:
+        """Every directory watched now, relative to the root (b"": the root)."""
+        return list(self._wd_of)
 
     def close(self) -> None:
         self._inotify.close()
@@ -87,11 +92,13 @@ class Watcher:
             self._wd_of.pop(old, None)
         self._dir_of[wd] = directory
         self._wd_of[directory] = wd
+        self.changes += 1
         return True
 
     def forget(self, directory: bytes) -> None:
         """Stop watching a directory and everything below it (moved away or deleted)."""
         prefix = directory + b"/" if directory else b""
+        self.changes += 1
         for name in [d for d in self._wd_of if d == directory or d.startswith(prefix)]:
             wd = self._wd_of.pop(name)
             self._dir_of.pop(wd, None)
@@ -113,6 +120,7 @@ class Watcher:
                     directory = self._dir_of.pop(wd, None)
                     if directory is not None and self._wd_of.get(directory) == wd:
                         del self._wd_of[directory]
+                        self.changes += 1
                     continue
                 directory = self._dir_of.get(wd)
                 if directory is None:

@@ -19,7 +19,9 @@ it says None and the engine walks:
   (`..`, a symlink on the way, a file), or whose walk would meet a directory it cannot read;
 - a pattern whose literals do not narrow the files (store/index/regex.py), or narrow them to more than
   half of the files under the root (reading the index then costs more than it saves); a glob it does not
-  read exactly as ripgrep does.
+  read exactly as ripgrep does;
+- a grep whose include glob matches a file glob lists but grep's walk skips (hidden or ignored: ripgrep
+  lets an include override those rules) or could name a VCS directory (`*` enters `.git`).
 
 A file changed since it was indexed ("changed") is never served from the index: a search stats it (glob)
 or reads it and checks it against the pattern's literals (grep) itself, and the background indexes it
@@ -119,6 +121,12 @@ class Workspace:
         self._unknown: set[bytes] = set()  # new files: whether grep's walk reads them is not known yet
         self._grep_new: set[bytes] = set()  # files grep reads that the content index has no row for
         self._unreadable: set[bytes] = set()  # directories the walk could not read
+        # Files glob lists and grep's walk skips (hidden or ignored), which an include glob can bring back
+        # (see _include_within); None: not known (being listed again), so a grep with an include walks.
+        self._skipped: set[bytes] | None = None
+        self._skipped_blob: bytes | None = None  # the same, NUL-separated, for a Matcher; None: make again
+        self._skipped_later: set[bytes] = set()  # found skipped while `_skipped` is being made again
+        self._probes: tuple[int, bytes] | None = None  # (watches then, the VCS names under them), see above
         self._grep_doubt = False  # grep's file list is in doubt (rules changed, ripgrep reported problems)
         self._glob_doubt = False  # every file is in doubt (events were lost)
         self._generation = 0
@@ -250,6 +258,7 @@ class Workspace:
                 reporter.cancel()
             del listed
             self._live_share = await asyncio.to_thread(_live_share, self._shards)
+            skipped = await asyncio.to_thread(_skipped_files, self._shards, files, set())
         except asyncio.CancelledError:
             raise
         except WatchLimit as exc:
@@ -262,6 +271,7 @@ class Workspace:
         self._files = files
         self._grep_dirs = grep_dirs
         self._unreadable = unreadable
+        self._set_skipped(skipped)
         self._grep_doubt = problems
         for _, unsettled in totals:  # changed while read: a search reads them itself until re-indexed
             for path in unsettled:
@@ -375,6 +385,9 @@ class Workspace:
     def _forget_file(self, path: bytes) -> None:
         assert self._files is not None
         self._mark_changed(path)
+        if self._skipped is not None and path in self._skipped:
+            self._skipped.discard(path)
+            self._skipped_blob = None
         self._files.apply(path, None)
         self._stated[path] = self._changed[path]
         self._unknown.discard(path)
@@ -494,6 +507,7 @@ class Workspace:
             for i, shard in enumerate(self._shards)
         ]
         new = [path for part in await asyncio.gather(*jobs) for path in part]
+        self._set_skipped(None)  # grep with an include walks until they are listed again, below
         unknown = list(self._unknown)
         grep_count, grep_dirs = await asyncio.to_thread(_listing_facts, listed)
         members = await asyncio.to_thread(_members, listed, unknown)
@@ -509,6 +523,13 @@ class Workspace:
         else:  # what happened meanwhile is judged next time
             self._unknown -= members
             self._grep_doubt = True
+        assert self._files is not None
+        # Files not in the content index are skipped unless grep reads them (new ones). One that is still
+        # unknown counts as skipped until it is settled; one deleted meanwhile may stay. Both only make a
+        # grep with an include walk.
+        frozen = FileList(self._files.snapshot)  # read on a thread: a copy of the changes, not the live ones
+        frozen.overlay = dict(self._files.overlay)
+        self._set_skipped(await asyncio.to_thread(_skipped_files, self._shards, frozen, set(self._grep_new)))
 
     async def _reindex_changed(self) -> None:
         if not self._changed:
@@ -723,9 +744,12 @@ class Workspace:
         include_regex = None
         if include is not None:
             try:
-                include_regex = Matcher(root.prefix, b"", whitelist(include))
+                include_glob = whitelist(include)
             except Unsupported:
                 return None
+            if not await self._include_within(root, include_glob):
+                return None  # it brings back a file grep's walk skips without it
+            include_regex = Matcher(root.prefix, b"", include_glob)
         changed = [p for p in self._changed if p.startswith(under)]
         if len(changed) > MAX_CHANGED_READ:
             return None
@@ -792,7 +816,40 @@ class Workspace:
             self._unknown.discard(path)
             if path in members:
                 self._grep_new.add(path)
+                if self._skipped is not None and path in self._skipped:
+                    self._skipped.discard(path)
+                    self._skipped_blob = None
+            elif self._skipped is None:
+                self._skipped_later.add(path)
+            else:
+                self._skipped.add(path)
+                self._skipped_blob = None
         return not any(p.startswith(under) for p in self._unknown)
+
+    def _set_skipped(self, skipped: set[bytes] | None) -> None:
+        """The skipped files made again (with those found meanwhile), or None while they are made."""
+        self._skipped = None if skipped is None else skipped | self._skipped_later
+        self._skipped_later = set()
+        self._skipped_blob = None
+
+    async def _include_within(self, root: Root, include: bytes) -> bool:
+        """Whether every file the include glob lets grep's walk search under the search root is one that
+        walk reads anyway. ripgrep lets an include override its hidden-file and ignore rules: a hidden or
+        ignored file the glob matches is searched, and so is what it matches inside a VCS directory
+        whose name it matches (`*` enters `.git`). The index holds neither, so a grep whose include
+        reaches one walks. Files glob lists but grep skips are known (`_skipped`); VCS directories are
+        not listed, so any name a VCS directory could have below a watched directory counts."""
+        if self._skipped is None:
+            return False
+        if self._skipped_blob is None:  # joined here, on the loop's thread, which changes the set
+            self._skipped_blob = b"\0" + b"\0".join(self._skipped) + b"\0" if self._skipped else b""
+        assert self._watcher is not None
+        if self._probes is None or self._probes[0] != self._watcher.changes:
+            probes = [d + b"/" + name if d else name for d in self._watcher.directories() for name in VCS_NAMES]
+            self._probes = (self._watcher.changes, b"\0" + b"\0".join(probes) + b"\0")
+        reach = Matcher(root.prefix, root.under, include)
+        blobs = [blob for blob in (self._skipped_blob, self._probes[1]) if blob]
+        return not await asyncio.to_thread(lambda: any(reach.select(blob) for blob in blobs))
 
 
 # --- answers ------------------------------------------------------------------------------------------------
@@ -912,6 +969,30 @@ def _walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
             except OSError:
                 continue  # vanished while listed
     return Walked(files, unreadable)
+
+
+def _skipped_files(shards: list[Shard], files: FileList, known: set[bytes]) -> set[bytes]:
+    """The files glob lists that the content index has no row for and that are not `known` (grep's walk
+    skips them: hidden or ignored). Each path is asked of its own shard, in chunks."""
+    skipped: set[bytes] = set()
+    count = len(shards)
+    pending: list[list[bytes]] = [[] for _ in shards]
+
+    def ask(i: int) -> None:
+        chunk, pending[i] = pending[i], []
+        present = shards[i].present(chunk)
+        skipped.update(p for p in chunk if p not in present)
+
+    for path in files.paths():
+        if path in known:
+            continue
+        i = shard_of(path, count)
+        pending[i].append(path)
+        if len(pending[i]) >= 4096:
+            ask(i)
+    for i in range(count):
+        ask(i)
+    return skipped
 
 
 def _file_list(keys: list[bytes]) -> FileList:

@@ -122,6 +122,8 @@ def edit(root: Path, data: st.DataObject) -> str:
     target = root / directory / name
     if kind == "write":
         target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_file() and not os.access(target, os.W_OK):
+            target.chmod(0o644)  # a chmod edit took the right away (the tests do not run as root)
         target.write_bytes(data.draw(contents()))
     elif kind == "touch" and target.is_file():
         os.utime(target, ns=(1_700_000_000_000_000_000 + data.draw(st.integers(0, 5)), 1_700_000_000_000_000_000))
@@ -157,7 +159,8 @@ def edit(root: Path, data: st.DataObject) -> str:
         # take one for a new version. Run as a user other than root, 000 also makes it unreadable.
         changed = target if target.exists() else root / directory
         if changed.exists() and changed != root:
-            modes = [0o644, 0o600, 0o755, 0o000] if changed.is_file() else [0o755, 0o700, 0o555]
+            # Directories keep their owner's rights, so that later edits can still write into them.
+            modes = [0o644, 0o600, 0o755, 0o000] if changed.is_file() else [0o755, 0o700, 0o711, 0o750]
             changed.chmod(data.draw(st.sampled_from(modes)))
     elif kind == "git":
         (root / directory / ".git").mkdir(parents=True, exist_ok=True)

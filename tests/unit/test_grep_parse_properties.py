@@ -119,6 +119,25 @@ def _parse(parser: Any, batch: bytes) -> Any:
         return ("error", exc.kind, str(exc))
 
 
+def _match(path: str, number: int) -> bytes:
+    data = {
+        "path": {"text": path},
+        "lines": {"text": "x\n"},
+        "line_number": number,
+        "absolute_offset": 0,
+        "submatches": [],
+    }
+    return json.dumps({"type": "match", "data": data}, separators=(",", ":")).encode()
+
+
+def test_two_spellings_of_one_displayed_path_are_one_file_in_stream_order() -> None:
+    """`x` and `<cwd>/x` display alike: the strict parser makes them one file, lines in stream order
+    (found by the property test below)."""
+    batch = b"\n".join([_match("x", 5), _match(f"{CWD}/x", 2), _match("y", 1)])
+    assert grep.parse_batch(batch, CWD, CAP) == grep_reference.parse_batch_strictly(batch, CWD, CAP)
+    assert [(f.path, f.numbers) for f in grep.parse_batch(batch, CWD, CAP).files] == [("x", [5, 2]), ("y", [1])]
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(encoded())
 def test_the_parser_agrees_with_the_previous_one(stream: tuple[list[bytes], list[int]]) -> None:

@@ -219,13 +219,20 @@ def _files(paths: list[str], numbers: list[int], raws: list[str], cwd: str, cap:
     formatted = None
     if prefixes is not None and (cap is None or max(map(len, raws), default=0) * 4 <= cap):
         formatted = list(map(add, map(prefixes.__getitem__, numbers), raws))
-    files = []
+    files: list[FileMatches] = []
     start = 0
     for path, run in groupby(paths):  # a file's matches come together
         end = start + len(list(run))
         f = FileMatches(to_workdir_relative(path, cwd), numbers[start:end], raws[start:end])
-        text = None if formatted is None else _section_of(f.path, formatted[start:end], raws[end - 1])
-        files.append(FileMatches(f.path, f.numbers, f.raw_lines, text if text is not None else section(f, cap)))
+        if files and files[-1].path == f.path:
+            # Two spellings of one displayed path, one after the other (`x` and `<cwd>/x`): one file, in
+            # stream order, as the strict parser groups them.
+            last = files[-1]
+            f = FileMatches(f.path, last.numbers + f.numbers, last.raw_lines + f.raw_lines)
+            files[-1] = f._replace(section=section(f, cap))
+        else:
+            text = None if formatted is None else _section_of(f.path, formatted[start:end], raws[end - 1])
+            files.append(f._replace(section=text if text is not None else section(f, cap)))
         start = end
     return files
 

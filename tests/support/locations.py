@@ -8,9 +8,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
-EXE = Path(os.environ.get("DSH_SEARCH_EXE", DIST / "dsh-search"))
+# Absolute, as given or from here: the daemon runs ripgrep in other directories than the tests' own.
+EXE = Path(os.environ.get("DSH_SEARCH_EXE", DIST / "dsh-search")).absolute()
 # The pinned virtual environment, as scripts/lib.sh finds it (DSH_VENV, else .venv); its rg is the wheel's.
-VENV = Path(os.environ.get("DSH_VENV") or ROOT / ".venv")
+VENV = Path(os.environ.get("DSH_VENV") or ROOT / ".venv").absolute()
 VENV_RG = VENV / "bin" / "rg"
 
 

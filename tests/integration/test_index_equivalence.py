@@ -37,6 +37,7 @@ from dsh_search.store.index import workspace as workspace_mod
 from dsh_search.store.index.manager import grep_lister
 from dsh_search.store.index.workspace import READY, Workspace
 from tests.support.fakes import FakeSpill
+from tests.support.trees import remove_tree
 
 EXAMPLES = int(os.environ.get("DSH_INDEX_EXAMPLES", "25"))
 
@@ -244,17 +245,7 @@ async def _scenario(data: st.DataObject, rg: str) -> None:
             pair.pool.parse.shutdown()
             pair.pool.stat.shutdown()
     finally:
-        _remove(base)
-
-
-def _remove(base: Path) -> None:
-    """The scenario's directory and all in it, directory modes put back first (top-down, before each is
-    entered) so that a chmod edit does not leave anything behind."""
-    for dirpath, dirnames, _ in os.walk(base):
-        for name in dirnames:
-            if not os.path.islink(os.path.join(dirpath, name)):
-                os.chmod(os.path.join(dirpath, name), 0o700)
-    shutil.rmtree(base, ignore_errors=True)
+        remove_tree(base)  # a chmod edit may have left a directory its owner cannot enter
 
 
 async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -88,3 +89,14 @@ def write_slow_corpus(root: Path, files: int = 4, lines: int = 400_000) -> Path:
     for i in range(files):
         (root / f"slow-{i}.txt").write_text(text)
     return root
+
+
+def remove_tree(root: Path) -> None:
+    """`root` and everything in it, even entries made unreadable (mode 000): directory modes are put back
+    first, top-down, before os.walk enters each one."""
+    for dirpath, dirnames, _ in os.walk(root):
+        for name in dirnames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o700)
+    shutil.rmtree(root, ignore_errors=True)

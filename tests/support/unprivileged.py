@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.support.trees import remove_tree
+
 # root reads every file whatever its mode, so a test that needs ripgrep to meet a file or directory it
 # cannot open runs the daemon (and so ripgrep) as this unprivileged user when the tests run as root.
 NOBODY = 65534
@@ -34,12 +36,7 @@ def unprivileged_tree() -> Iterator[Path]:
     try:
         yield root
     finally:
-        for dirpath, dirnames, _ in os.walk(root):
-            for name in dirnames:
-                path = os.path.join(dirpath, name)
-                if not os.path.islink(path):
-                    os.chmod(path, 0o700)  # top-down: before os.walk descends into it
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
 
 
 _COPIES: dict[Path, Path] = {}

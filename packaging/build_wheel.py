@@ -2,7 +2,7 @@
 
     python packaging/build_wheel.py [--dist dist] [--out DIR] [--platform-tag TAG]
 
-The wheel holds the `dsh_search_bin` package (packaging/sdk/: the accessor, the `dsh-search` command's
+The wheel holds the `dsh_search_bin` package (clients/python/: the accessor, the `dsh-search` command's
 entry point and the asyncio client), `dsh_search_bin/bin/dsh-search` and `dsh_search_bin/bin/dsh-search-rg`
 with their exec bits, and its dist-info, whose entry_points.txt makes pip install the `dsh-search` command.
 It is written with zipfile deterministically: sorted members, one timestamp (SOURCE_DATE_EPOCH, else
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SDK = ROOT / "packaging" / "sdk" / "dsh_search_bin"
+SDK = ROOT / "clients" / "python" / "dsh_search_bin"
 DISTRIBUTION = "dsh-search-bin"
 PACKAGE = "dsh_search_bin"
 ZIP_EPOCH = 315532800  # 1980-01-01, the earliest time a zip entry can carry

@@ -15,7 +15,7 @@ docs/reference.md is hand-written prose with generated blocks between `<!-- gene
 - cli: the argparse parser of `__main__` (the flags that are not configuration keys);
 - exit: the exit statuses of `__main__`.
 
-The examples are written by hand but they are real: tests/e2e/test_reference_examples.py sends every
+The examples are written by hand but they are real: tests/server/test_reference_examples_e2e.py sends every
 one, in order, to the frozen daemon on `EXAMPLE_TREE` and checks each answer against the documented one
 with `matches` (values written `<like this>` stand for what varies between runs and installations).
 """

@@ -85,6 +85,15 @@ _DIRECTORY_DEFAULTS = {"spillDir": default_spill_dir, "indexDir": default_index_
 
 
 # Upstream's keys first, in upstream's check order, then the daemon's own keys.
+# The index's modes (the key `index`), each with what it does. The one table: the manager, the flag's
+# help and index/status's schema read it.
+INDEX_MODES: dict[str, str] = {
+    "auto": "builds it in the background once a walk of the workspace was slow, on Linux and local "
+    "filesystems, and searches walk until it is ready",
+    "on": "builds it at start and searches wait for it",
+    "off": "never builds one",
+}
+
 KEYS: tuple[Key, ...] = (
     Key(
         "sampleOverCapGlobResults",
@@ -228,9 +237,9 @@ KEYS: tuple[Key, ...] = (
         "str",
         "auto",
         help="The workspace index, which answers glob and grep from a warm, always-fresh index of the "
-        "workspace directory (the same answers as a walk, byte for byte): auto builds it in the background "
-        "once a walk of the workspace was slow, on Linux and local filesystems, and searches walk until it "
-        "is ready; on builds it at start and searches wait for it; off never builds one.",
+        "workspace directory (the same answers as a walk, byte for byte): "
+        + "; ".join(f"{mode} {meaning}" for mode, meaning in INDEX_MODES.items())
+        + ".",
     ),
     Key(
         "indexDir",
@@ -258,7 +267,6 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
-INDEX_MODES = ("auto", "on", "off")
 
 
 class Config(NamedTuple):

@@ -18,15 +18,16 @@ from typing import NamedTuple
 
 from dsh_search import __version__, memory
 from dsh_search.config import Config
-from dsh_search.engine.core import Searcher, Workers, walk_threads
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
+from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
+from dsh_search.index.lister import GrepLister
+from dsh_search.index.manager import IndexManager
 from dsh_search.methods import index, lifecycle, logs, mcp, roots, scrollback, spill_read, tools
 from dsh_search.methods.context import Context
 from dsh_search.methods.dispatch import Dispatcher
 from dsh_search.methods.registry import MethodSpec, MethodTable
-from dsh_search.store.index.manager import IndexManager, grep_lister
 from dsh_search.store.scrollback import Terminals
 from dsh_search.store.spill import SpillStore
 from dsh_search.transport.framing import Framing
@@ -81,10 +82,10 @@ def assemble(
     allocator = allocator or memory.Allocator()
     env = child_environment(os.environ, frozen=is_frozen())
     launcher = Launcher(rg.path, env, rg_limits(config))
-    lister = grep_lister(rg.path, env, config.grace_ms / 1000, config.rg_memory_max_bytes)
+    lister = GrepLister.create(rg.path, env, config.grace_ms / 1000, config.rg_memory_max_bytes)
     index_manager = None
     if config.index_mode != "off":
-        index_manager = IndexManager(mode=config.index_mode, index_dir=config.index_dir, list_grep_files=lister)
+        index_manager = IndexManager(mode=config.index_mode, index_dir=config.index_dir, grep_lister=lister)
     spill = SpillStore(
         config.spill_dir,
         max_bytes=config.spill_max_bytes,
@@ -98,7 +99,7 @@ def assemble(
         deny_globs=DenyGlobs(config.deny_globs),
         workers=Workers.start(),
         walk_threads=walk_threads(),
-        files=index_manager,
+        source=index_manager,
     )
     terminals = Terminals(
         config.scrollback_lines,
@@ -113,7 +114,7 @@ def assemble(
         spill=spill,
         terminals=terminals,
         methods=MethodTable(METHODS),
-        workdir=workdir,
+        workspace=workdir,
         version=__version__,
         workdir_given=workdir_given,
         index=index_manager,
@@ -142,8 +143,8 @@ async def run(daemon: Daemon) -> int:
     change it with the first search)."""
     handler = logs.install(daemon.ctx)
     ctx = daemon.ctx
-    if ctx.index is not None and (ctx.workdir_given or ctx.workdir != "/"):
-        ctx.index.set_home(ctx.workdir)
+    if ctx.index is not None and (ctx.workdir_given or ctx.workspace != "/"):
+        ctx.index.set_workspace(ctx.workspace)
     try:
         return await daemon.server.serve()
     finally:

@@ -1,4 +1,4 @@
-"""dsh_search_bin.Client (packaging/sdk/) against the frozen executable over real pipes."""
+"""dsh_search_bin.Client (clients/python/) against the frozen executable over real pipes."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from tests.support.trees import SLOW_PATTERN
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-SDK = ROOT / "packaging" / "sdk"
+SDK = ROOT / "clients" / "python"
 
 MakeClient = Callable[..., Client]
 

@@ -22,7 +22,7 @@ from tests.support.packaging import archive_members, python_code
 pytestmark = pytest.mark.slow
 
 WHEELHOUSE = ROOT / ".cache" / "wheelhouse"
-SOURCES = ("daemon", "packaging", "scripts", "requirements", "pyproject.toml")
+SOURCES = ("daemon", "packaging", "clients/python", "scripts", "requirements", "pyproject.toml")
 EPOCH = "1735689600"
 
 

@@ -306,7 +306,7 @@ def running(*args: str, **kwargs: Any) -> Iterator[Daemon]:
         daemon.stop()
 
 
-# A fixture's factory: starts a daemon with extra arguments (see tests/e2e/conftest.py's `start`).
+# A fixture's factory: starts a daemon with extra arguments (see tests/conftest.py's `start`).
 MakeDaemon = Callable[..., Daemon]
 
 

@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 
 from dsh_search import config as config_mod
-from dsh_search.engine.core import Searcher, Workers
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Outcome, StderrTally
+from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.engine.sidecar import Ripgrep
 from dsh_search.engine.spill import SpillRef
 from dsh_search.methods import tools
@@ -123,14 +123,14 @@ def make_app(spill: Any = None, launch: Any = None, workdir: str | None = None, 
         spill=SpillStore(cfg.spill_dir, max_bytes=1 << 20, max_age_s=60, hint="h"),
         terminals=Terminals(cfg.scrollback_lines, cfg.scrollback_max_bytes, cfg.scrollback_total_max_bytes),
         methods=MethodTable(METHODS),
-        workdir=workdir or tempfile.mkdtemp(dir=_WORKDIRS.name),
+        workspace=workdir or tempfile.mkdtemp(dir=_WORKDIRS.name),
         version="0.1.0",
     )
 
 
 def run_glob(app: Context, paths: list[str], **params: Any) -> dict[str, Any]:
     """glob over a tree holding `paths` (created, oldest first), as ripgrep would list them."""
-    base = Path(app.workdir)
+    base = Path(app.workspace)
     for age, name in enumerate(reversed(paths)):
         file = base / name
         file.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 The fast path was one orjson call per batch after a regex had cut each match record's unused tail, then
 per-record lists and a per-line f-string for each file's section; anything it did not recognise went to
-the strict parser (which the current code still has, unchanged). tests/unit/test_grep_parse_properties.py
+the strict parser (which the current code still has, unchanged). tests/engine/test_grep_parse_properties.py
 checks that the current parser gives the same files, sections, decoded growth and errors on generated
 streams, and the same pages and spill artifacts downstream.
 """
@@ -14,7 +14,7 @@ import re
 import orjson
 
 from dsh_search.engine.grep import FileMatches, ParsedBatch, _parse_strict, line_text, preview_line
-from dsh_search.engine.paths import to_workdir_relative
+from dsh_search.engine.paths import cwd_relative
 
 _MATCH_TAIL = re.compile(rb',"absolute_offset":[^\n]*')
 
@@ -48,7 +48,7 @@ def _parse_fast(stdout: bytes, cwd: str) -> list[FileMatches] | None:
     start = 0
     for end in [*(i for i in range(1, len(paths)) if paths[i] != paths[i - 1]), len(paths)]:
         if end > start:
-            files.append(FileMatches(to_workdir_relative(paths[start], cwd), numbers[start:end], raw_lines[start:end]))
+            files.append(FileMatches(cwd_relative(paths[start], cwd), numbers[start:end], raw_lines[start:end]))
         start = end
     return files
 

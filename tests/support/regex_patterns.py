@@ -1,6 +1,6 @@
 """Hypothesis strategies for ripgrep patterns and for texts they are likely to match.
 
-Used by the tests of the index's regex analysis (dsh_search.store.index.regex): a pattern is built
+Used by the tests of the index's regex analysis (dsh_search.index.query.analysis): a pattern is built
 from a grammar of regex pieces, and each piece carries a few sample strings it probably matches, so
 that texts built from the samples (with case changes, line breaks, noise and invalid bytes) give real
 matches to check the analysis against.

@@ -19,26 +19,23 @@ from typing import NamedTuple
 
 from dsh_search import texts
 from dsh_search.engine.batches import Batches
-from dsh_search.engine.core import (
+from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
+from dsh_search.engine.jscompat import js_trim, utf8_growth
+from dsh_search.engine.paths import DenyCheck, DenyGlobs, cwd_relative, decode
+from dsh_search.engine.presentation import glob_meta
+from dsh_search.engine.run import (
     RgResult,
-    Scope,
-    Searcher,
     SearchResult,
-    Tally,
-    Where,
     bounded,
     check_decoded_size,
-    locate,
     preflight,
     problems_suffix,
     run_rg,
 )
-from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
-from dsh_search.engine.jscompat import js_trim, utf8_growth
-from dsh_search.engine.paths import DenyCheck, DenyGlobs, decode, to_workdir_relative
-from dsh_search.engine.presentation import glob_meta
 from dsh_search.engine.sampling import sample_across_top_level
-from dsh_search.engine.source import GlobListing
+from dsh_search.engine.scope import Scope, Where, locate
+from dsh_search.engine.searcher import Searcher, Tally
+from dsh_search.engine.source import GlobFiles
 from dsh_search.engine.spill import SpillRef, save
 
 TOOL = "glob"
@@ -122,7 +119,7 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
 def shown(paths: list[str], cwd: str, deny: DenyCheck | None) -> list[str]:
     """Listed paths (oldest first) as the model sees them: workdir-relative, denied ones left out."""
     if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
-        paths = [to_workdir_relative(p, cwd) for p in paths]
+        paths = [cwd_relative(p, cwd) for p in paths]
     if deny is not None:
         paths = [p for p in paths if not deny.denies(p)]
     return paths
@@ -160,8 +157,8 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
 
 
 async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
-    if searcher.files is not None:
-        listing = await searcher.files.glob_listing(where.cwd, where.path, pattern, searcher.deny_globs)
+    if searcher.source is not None:
+        listing = await searcher.source.glob(where.cwd, where.path, pattern, searcher.deny_globs)
         if listing is not None:
             return _listed(searcher, listing, where, tally)
     cwd = where.cwd
@@ -182,8 +179,8 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
             searcher, TOOL, argv, where, lambda _: batches.any_data(), sink=sink, tally=tally,
             on_overflow=batches.cancel,
         )  # fmt: skip
-        if searcher.files is not None:
-            searcher.files.walked(where.cwd, time.monotonic() - started)
+        if searcher.source is not None:
+            searcher.source.note_walk(where.cwd, time.monotonic() - started)
         await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
         batches.cancel()
@@ -193,7 +190,7 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
     return await ordered_paths(batches, cwd, where.deny), result
 
 
-def _listed(searcher: Searcher, listing: GlobListing, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
+def _listed(searcher: Searcher, listing: GlobFiles, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
     """A listing the file source made, judged as ripgrep's own would be: the same launch checks, the same
     raw-output caps, the same display paths — without ripgrep walking the tree."""
     if tally is not None:
@@ -220,7 +217,7 @@ async def glob(searcher: Searcher, args: GlobArgs, scope: Scope, tally: Tally | 
     where = locate(searcher, scope, args.cwd, args.path)
     config = searcher.config
     paths, result = await bounded(config, TOOL, _list(searcher, args.pattern, where, tally))
-    root = "." if args.path is None else to_workdir_relative(args.path, where.cwd)
+    root = "." if args.path is None else cwd_relative(args.path, where.cwd)
     spill = None
     if len(paths) > config.glob_max_results:
         spill = await save(searcher.spill, args.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))

@@ -24,23 +24,13 @@ import orjson
 from dsh_search import texts
 from dsh_search.engine import source
 from dsh_search.engine.batches import Batches
-from dsh_search.engine.core import (
-    RgResult,
-    Scope,
-    Searcher,
-    SearchResult,
-    Tally,
-    Where,
-    bounded,
-    check_decoded_size,
-    locate,
-    problems_suffix,
-    run_rg,
-)
 from dsh_search.engine.failures import SEARCH_FAILED, ToolError, invalid_args
 from dsh_search.engine.jscompat import js_trim, utf8_growth
-from dsh_search.engine.paths import DenyGlobs, decode, to_workdir_relative
+from dsh_search.engine.paths import DenyGlobs, cwd_relative, decode
 from dsh_search.engine.presentation import grep_meta
+from dsh_search.engine.run import RgResult, SearchResult, bounded, check_decoded_size, problems_suffix, run_rg
+from dsh_search.engine.scope import Scope, Where, locate
+from dsh_search.engine.searcher import Searcher, Tally
 from dsh_search.engine.spill import SpillRef, save
 
 TOOL = "grep"
@@ -223,7 +213,7 @@ def _files(paths: list[str], numbers: list[int], raws: list[str], cwd: str, cap:
     start = 0
     for path, run in groupby(paths):  # a file's matches come together
         end = start + len(list(run))
-        f = FileMatches(to_workdir_relative(path, cwd), numbers[start:end], raws[start:end])
+        f = FileMatches(cwd_relative(path, cwd), numbers[start:end], raws[start:end])
         if files and files[-1].path == f.path:
             # Two spellings of one displayed path, one after the other (`x` and `<cwd>/x`): one file, in
             # stream order, as the strict parser groups them.
@@ -299,7 +289,7 @@ def _parse_strict(stdout: bytes, cwd: str) -> tuple[list[FileMatches], int]:
             line = raw_line(texts.LINE_NOT_UTF8)
         else:
             raise _malformed("a match record has neither line text nor bytes")
-        shown = to_workdir_relative(path, cwd)
+        shown = cwd_relative(path, cwd)
         if not files or files[-1].path != shown:  # ripgrep writes a file's matches together
             files.append(FileMatches(shown, [], []))
         files[-1].numbers.append(int(line_number))
@@ -405,8 +395,8 @@ async def _search(
     batches.watch(_MATCH_TYPE)
     sink = batches.feed if tally is None else tally.counting(batches.feed, MATCH_RECORD, BEGIN_RECORD)
     chosen = None
-    if searcher.files is not None:
-        chosen = await searcher.files.grep_files(where.cwd, where.path, pattern, include, searcher.deny_globs)
+    if searcher.source is not None:
+        chosen = await searcher.source.grep(where.cwd, where.path, pattern, include, searcher.deny_globs)
     argv: list[str | bytes]
     if chosen is None:  # ripgrep walks
         argv = [*build_argv(pattern, where.path, include, searcher.deny_globs)]
@@ -418,8 +408,8 @@ async def _search(
             searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally,
             on_overflow=batches.cancel,
         )  # fmt: skip
-        if chosen is None and searcher.files is not None:
-            searcher.files.walked(where.cwd, time.monotonic() - started)
+        if chosen is None and searcher.source is not None:
+            searcher.source.note_walk(where.cwd, time.monotonic() - started)
         await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
         batches.cancel()

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dsh_search.engine import globsyntax
 
 
-def to_workdir_relative(path: str, workdir: str) -> str:
+def cwd_relative(path: str, workdir: str) -> str:
     if not path.startswith("/"):
         return path
     rel = os.path.relpath(path, workdir)
@@ -146,7 +146,7 @@ class DenyCheck:
             self._root: str | None = None
             self._real_root = self._real_cwd
         else:
-            self._root = to_workdir_relative(path, cwd)
+            self._root = cwd_relative(path, cwd)
             self._real_root = _realpath(os.path.join(cwd, path))
 
     def root_denied(self) -> bool:

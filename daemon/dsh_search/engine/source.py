@@ -1,9 +1,9 @@
-"""Which files ripgrep reads: its own walk, or the files an index chose (the workspace index, store/index).
+"""Which files ripgrep reads: its own walk, or the files an index chose (the workspace index, dsh_search/index).
 
 A search asks its `FileSource` first; `None` means "walk as usual". An answer must make the search's
 result byte-identical to the walk's, so it says exactly what the walk would have produced:
 
-- for glob, the listing ripgrep would have printed (`GlobListing`: its paths in the walk's final order,
+- for glob, the listing ripgrep would have printed (`GlobFiles`: its paths in the walk's final order,
   and its size for the raw-output cap), so ripgrep need not run at all;
 - for grep, the files that can match (`GrepFiles`), handed to ripgrep by name. ripgrep searches a file it
   is given by name a little differently from one it finds by walking — a file with a NUL byte is searched
@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol
 from dsh_search.engine.paths import DenyGlobs
 
 
-class GlobListing(NamedTuple):
+class GlobFiles(NamedTuple):
     paths: list[str]  # as ripgrep prints them, oldest first (ties by path bytes), decoded for display
     stdout_bytes: int  # the size of the listing ripgrep would have written (each path and a NUL)
     growth: int  # what that listing gains decoded as UTF-8 with replacements (jscompat.utf8_growth)
@@ -32,24 +32,24 @@ class GrepFiles(NamedTuple):
     named: list[bytes]  # files to give ripgrep by name, as it would print them (text: no NUL byte)
     # (a directory as ripgrep prints it, the paths of the files to walk to in it relative to the search's
     # cwd — what ripgrep matches a `--glob` against)
-    walked: list[tuple[bytes, list[bytes]]]
+    walk_to: list[tuple[bytes, list[bytes]]]
 
 
 class FileSource(Protocol):
     """Chooses the files a search reads (or says None: walk)."""
 
-    async def glob_listing(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobListing | None:
+    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
         """What `rg --files --glob=<pattern>` (with glob's other flags and the deny globs) would list."""
         ...
 
-    async def grep_files(
+    async def grep(
         self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
     ) -> GrepFiles | None:
         """A superset of the files in which ripgrep's walk (with the include and deny globs) would find
         `pattern`."""
         ...
 
-    def walked(self, cwd: str, seconds: float) -> None:
+    def note_walk(self, cwd: str, seconds: float) -> None:
         """A search walked from `cwd` (the source said None) and ripgrep took this long."""
         ...
 
@@ -69,9 +69,9 @@ def argv(files: GrepFiles) -> list[str | bytes]:
     pattern (an invalid one fails as it would), and finds nothing."""
     out: list[str | bytes] = []
     roots: list[bytes] = list(files.named)
-    if files.walked:
+    if files.walk_to:
         out.append("--max-depth=1")
-        for directory, paths in files.walked:
+        for directory, paths in files.walk_to:
             out += [b"--glob=/" + escape_glob(path) for path in paths]
             roots.append(directory)
     return [*out, "--", *(roots or [b"/dev/null"])]

@@ -13,8 +13,10 @@ from array import array
 from typing import Any, NamedTuple, Protocol
 
 from dsh_search import texts
-from dsh_search.engine.core import Searcher, Tally, Where, bounded, run_rg
 from dsh_search.engine.failures import invalid_args
+from dsh_search.engine.run import bounded, run_rg
+from dsh_search.engine.scope import Where
+from dsh_search.engine.searcher import Searcher, Tally
 
 TOOL = "terminal_search"
 

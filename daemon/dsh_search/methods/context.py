@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dsh_search.config import Config
-from dsh_search.engine.core import Searcher
+from dsh_search.engine.searcher import Searcher
 from dsh_search.engine.sidecar import Ripgrep
+from dsh_search.index.manager import IndexManager
 from dsh_search.methods.registry import MethodTable
 from dsh_search.methods.session import Session
-from dsh_search.store.index.manager import IndexManager
 from dsh_search.store.scrollback import Terminals
 from dsh_search.store.spill import SpillStore
 
@@ -46,7 +46,7 @@ class Context:
     spill: SpillStore  # the spill store behind the searcher's hand-off, for spill/read
     terminals: Terminals  # retained scrollback per terminal session
     methods: MethodTable[Context]
-    workdir: str  # default cwd of a search (--workdir, else the daemon's cwd)
+    workspace: str  # the default cwd of a search: --workdir, else the daemon's cwd
     version: str
     workdir_given: bool = True  # --workdir was passed: the client's roots are neither asked for nor used
     stderr_level: int | None = None  # the level of stderr logging (--log-level), once the daemon logs

@@ -30,8 +30,8 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from dsh_search import texts
-from dsh_search.engine.core import Tally
 from dsh_search.engine.failures import SEARCH_ABORTED, ToolError
+from dsh_search.engine.searcher import Tally
 from dsh_search.methods import mcp, progress, roots
 from dsh_search.methods import params as params_mod
 from dsh_search.methods.context import Context

@@ -1,18 +1,70 @@
-"""`index/status`: the workspace index's state, for hosts and for people (docs/reference.md)."""
+"""`index/status`: the workspace index's state, for hosts and for people (docs/reference.md).
+
+The index reports a `Status` in Python's names; this face spells it for the wire (`FIELDS`, one row per
+field: the wire's key, the Status attribute, the schema), leaving out what does not apply.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from dsh_search.config import INDEX_MODES
+from dsh_search.index.status import OFF, STATES, Status
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
 
 
+def _integer(description: str) -> dict[str, Any]:
+    return {"type": "integer", "description": description}
+
+
+STATE_TEXT = "; ".join(f"{name}: {meaning}" for name, meaning in STATES.items())
+# (wire key, Status attribute, schema)
+FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("state", "state", {"type": "string", "enum": list(STATES), "description": STATE_TEXT + "."}),
+    ("files", "files", _integer("Files glob lists in the workspace, at its last full listing.")),
+    ("bytes", "bytes", _integer("Bytes of text indexed for grep.")),
+    ("grepFiles", "grep_files", _integer("Files grep reads in the workspace.")),
+    ("mode", "mode", {"type": "string", "enum": list(INDEX_MODES)}),
+    ("root", "root", {"type": ["string", "null"], "description": "The workspace directory indexed."}),
+    ("dir", "dir", {"type": "string", "description": "Where its index lives on disk."}),
+    ("changed", "changed", _integer("Files changed since they were indexed.")),
+    ("indexed", "indexed", _integer("While building: files read so far, of grepFiles.")),
+    ("builtInMs", "built_in_ms", _integer("How long the first build took.")),
+    ("indexBytes", "index_bytes", _integer("The index's size on disk after its last build.")),
+    ("watches", "watches", _integer("Directories watched for changes.")),
+    ("rescans", "rescans", _integer("Times every file was listed again after lost events.")),
+    (
+        "rebuilds",
+        "rebuilds",
+        _integer("Times the content index was rebuilt because most of it was old versions of files."),
+    ),
+    ("reason", "reason", {"type": "string", "description": "Why it is off or failed."}),
+    (
+        "answered",
+        "answered",
+        {"type": "object", "description": "Searches the index answered since the daemon started, by tool."},
+    ),
+    ("walked", "walked", _integer("Searches that walked the tree instead.")),
+)
+ALWAYS = ("state", "files", "bytes", "mode", "root")  # on the wire even when null
+
+
+def wire(status: Status) -> dict[str, Any]:
+    """A `Status` as `index/status` answers it: absent fields left out, `root` kept even when null."""
+    out: dict[str, Any] = {}
+    for key, attr, _schema in FIELDS:
+        value = getattr(status, attr)
+        if value is not None or key in ALWAYS:
+            out[key] = value
+    return out
+
+
 async def status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if ctx.index is None:
-        return {"state": "off", "files": 0, "bytes": 0, "mode": "off"}
-    return ctx.index.status()
+        return {"state": OFF, "files": 0, "bytes": 0, "mode": "off"}
+    return wire(ctx.index.status())
 
 
 SPEC = MethodSpec[Context](
@@ -20,32 +72,5 @@ SPEC = MethodSpec[Context](
     summary="The workspace index: off, building, ready or failed; the files it knows and the bytes of text "
     "it indexed; its mode, workspace and directory, and why it is off or failed.",
     handler=status,
-    result=object_schema(
-        {
-            "state": {"type": "string", "enum": ["off", "building", "ready", "failed"]},
-            "files": {"type": "integer", "description": "Files glob lists in the workspace, at its last full listing."},
-            "bytes": {"type": "integer", "description": "Bytes of text indexed for grep."},
-            "grepFiles": {"type": "integer", "description": "Files grep reads in the workspace."},
-            "mode": {"type": "string", "enum": ["auto", "on", "off"]},
-            "root": {"type": ["string", "null"], "description": "The workspace directory indexed."},
-            "dir": {"type": "string", "description": "Where its index lives on disk."},
-            "changed": {"type": "integer", "description": "Files changed since they were indexed."},
-            "indexed": {"type": "integer", "description": "While building: files read so far, of grepFiles."},
-            "builtInMs": {"type": "integer", "description": "How long the first build took."},
-            "indexBytes": {"type": "integer", "description": "The index's size on disk after its last build."},
-            "watches": {"type": "integer", "description": "Directories watched for changes."},
-            "rescans": {"type": "integer", "description": "Times every file was listed again after lost events."},
-            "rebuilds": {
-                "type": "integer",
-                "description": "Times the content index was rebuilt because most of it was old versions of files.",
-            },
-            "reason": {"type": "string", "description": "Why it is off or failed."},
-            "answered": {
-                "type": "object",
-                "description": "Searches the index answered since the daemon started, by tool.",
-            },
-            "walked": {"type": "integer", "description": "Searches that walked the tree instead."},
-        },
-        ["state", "files", "bytes"],
-    ),
+    result=object_schema({key: schema for key, _attr, schema in FIELDS}, ["state", "files", "bytes"]),
 )

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh_search.engine.core import Tally
+from dsh_search.engine.searcher import Tally
 
 FIRST_AFTER_S = 0.5
 EVERY_S = 0.5

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from dsh_search.config import Config
-from dsh_search.engine.core import Tally
+from dsh_search.engine.searcher import Tally
 from dsh_search.methods.params import object_schema
 
 C = TypeVar("C")

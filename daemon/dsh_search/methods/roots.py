@@ -21,7 +21,7 @@ import contextlib
 import logging
 from typing import Any
 
-from dsh_search.engine.core import Scope
+from dsh_search.engine.scope import Scope
 from dsh_search.methods.context import Context
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.methods.session import Root, roots_from_result
@@ -50,11 +50,11 @@ def scope(ctx: Context) -> Scope:
     there needs an absolute cwd or path). A search is confined to the allowed roots and, when known, to
     the client's roots."""
     client_roots = workspace_roots(ctx)
-    home = client_roots[0].path if client_roots else ctx.workdir
+    workspace = client_roots[0].path if client_roots else ctx.workspace
     return Scope(
-        home=home,
+        workspace=workspace,
         confinements=(ctx.config.allowed_roots, tuple(r.real for r in client_roots)),
-        home_is_fallback=not client_roots and not ctx.workdir_given and home == "/",
+        workspace_is_fallback=not client_roots and not ctx.workdir_given and workspace == "/",
     )
 
 
@@ -91,7 +91,7 @@ async def _fetch(ctx: Context) -> None:
                     "searches use %s",
                     _listed(result),
                     "the server's own directory"
-                    if ctx.workdir != "/"
+                    if ctx.workspace != "/"
                     else "no workspace: relative searches are refused",
                 )
         if not session.roots_stale:

@@ -16,9 +16,10 @@ from typing import Any
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
-from dsh_search.engine.core import Scope, Tally
 from dsh_search.engine.glob import GlobArgs, glob
 from dsh_search.engine.grep import GrepArgs, grep
+from dsh_search.engine.scope import Scope
+from dsh_search.engine.searcher import Tally
 from dsh_search.engine.terminal import TerminalArgs, terminal_search
 from dsh_search.engine.terminal import validate as validate_terminal
 from dsh_search.methods.context import Context
@@ -121,7 +122,7 @@ def _scope(ctx: Context) -> Scope:
     """Where a search may run now; the workspace index follows the workspace it names."""
     where = scope(ctx)
     if ctx.index is not None:
-        ctx.index.set_home(None if where.home_is_fallback else where.home)
+        ctx.index.set_workspace(None if where.workspace_is_fallback else where.workspace)
     return where
 
 

@@ -1,4 +1,4 @@
-"""A host written from packaging/sdk/README.md alone, run by tests/hosts/test_readme_hosts.py from a copy
+"""A host written from clients/python/README.md alone, run by tests/hosts/test_readme_hosts.py from a copy
 outside the repository, with the SDK wheel installed in a fresh venv:
 
     python host.py TREE CORPUS SLOW_PATTERN

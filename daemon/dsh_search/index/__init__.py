@@ -1,0 +1,37 @@
+"""The workspace index: glob and grep answered from a warm index of the workspace, byte for byte as a walk.
+
+**The promise.** Every answer — text, meta, spill artifact, errors, footers, orders — is what the same
+search gives with no index. The index only ever chooses which files ripgrep reads (engine/source.py):
+for glob the listing itself, for grep a superset of the files that can match; ripgrep decides every
+match. Where the index cannot promise the walk's answer, it says None and the search walks. A wrong
+answer is the one failure it may not have; a slow one is only a cost.
+
+**The modules**, from the bottom: each may import only the modules listed before it (import-linter's
+contracts in pyproject.toml check it):
+
+| module | its job | what must not live there |
+|---|---|---|
+| `query/` | what a pattern requires of a file's text, as trigrams to look up (pure) | any IO, any index |
+| `files.py` | a file's version (`Signature`), its kind, its text as ripgrep reads it (pure) | opening files |
+| `status.py` | the states table and `Status` (pure) | the wire's key names |
+| `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
+| `shards.py` | the content index on disk: SQLite FTS5 — **the only user of SQLite** | workspace logic |
+| `watch.py` | inotify — **the only user of inotify** | what an event means |
+| `reading.py` | reading one version of a workspace file | writing the index |
+| `lister.py` | grep's list: ripgrep's own `--files` — the one place the index starts ripgrep | deciding answers |
+| `walk.py` | glob's walk of the tree, watching each directory before listing it | state changes |
+| `sets.py` | the workspace's directory, shard sets and their locks | shard contents |
+| `builder.py` | the content index merged from grep's list, on threads | workspace state |
+| `freshness.py` | what changed since indexed and what is in doubt, from the events | SQLite, ripgrep runs |
+| `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
+| `planner.py` | whether a grep is answered from the index, with which files | storage, spelling |
+| `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |
+| `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
+
+**Threads and state.** Every state change happens on the event loop. Threads (the builder's, one per
+shard, and `asyncio.to_thread`) do pure work on what they are given — walks, file reads, SQLite writes —
+and hand results back to be applied.
+
+This package imports nothing at start: the manager imports the workspace (and so SQLite and inotify)
+only when a workspace is indexed.
+"""

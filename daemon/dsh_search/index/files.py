@@ -1,0 +1,110 @@
+"""One file as the index sees it: which version it is, what kind, and its text as ripgrep reads it (sans IO).
+
+- `Signature`: what identifies one version of a file (size, mtime, ctime, inode). Equal signatures are
+  taken as equal content — the index serves a file from its rows only while the signature indexed is
+  the file's current one.
+- The kinds: `TEXT`; `BINARY` (holds a NUL: only the text before the first NUL is indexed, because
+  ripgrep's walk abandons a file at its first NUL and never reports a match past it); `OPAQUE` (not
+  indexed — UTF-16, unreadable, or changing while read — so every search hands it to ripgrep).
+- `Text`: the bytes decoded as ripgrep searches them, piece by piece, each piece starting with the
+  last two characters of the one before, so that no trigram is lost at a seam and a large file costs a
+  bounded amount of memory.
+
+Rules of this module: bytes and stat values in, values out; no file is opened here (reading.py reads).
+"""
+
+from __future__ import annotations
+
+import codecs
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple, Protocol
+
+TEXT, BINARY, OPAQUE = 0, 1, 2
+CHUNK_BYTES = 1 << 20  # a document holds at most this much of a file's text
+
+
+class _Stat(Protocol):
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+
+
+class Signature(NamedTuple):
+    """What identifies one version of a file: equal signatures, same content (as far as stat can tell)."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    ino: int
+
+    @classmethod
+    def of(cls, st: _Stat) -> Signature:
+        return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+NO_SIGNATURE = Signature(-1, 0, 0, 0)  # matches no file's
+
+
+class Text:
+    """A file's text as ripgrep would search it, decoded piece by piece from its chunks of bytes.
+
+    A UTF-16 byte-order mark makes it OPAQUE (ripgrep transcodes such a file; the index does not try);
+    a UTF-8 one is dropped, as ripgrep drops it; a NUL ends it and makes it BINARY. Iterating yields the
+    pieces to index (each beginning with the previous one's last two characters); `kind` is final once
+    the iteration is over."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.kind = TEXT
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        first = True
+        tail = ""
+        for raw in self._chunks:
+            chunk = raw
+            if first:
+                first = False
+                if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    self.kind = OPAQUE
+                    return
+                if chunk.startswith(b"\xef\xbb\xbf"):
+                    chunk = chunk[3:]
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                chunk = chunk[:nul]
+                self.kind = BINARY
+            piece = tail + decoder.decode(chunk, final=nul >= 0)
+            if len(piece) > len(tail):
+                yield piece
+            tail = piece[-2:]
+            if nul >= 0:
+                return
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield tail + rest
+
+
+def joined(text: Iterable[str], limit: int | None = None) -> str | None:
+    """`Text`'s pieces as one string again (each overlaps the text before it by up to two characters);
+    None when it is longer than `limit` characters."""
+    parts: list[str] = []
+    total = 0
+    for piece in text:
+        new = piece[min(2, total) :]
+        parts.append(new)
+        total += len(new)
+        if limit is not None and total > limit:
+            return None
+    return "".join(parts)
+
+
+def shard_of(path: bytes, shards: int) -> int:
+    """The shard a file's rows live in: chosen by its path, so every daemon agrees."""
+    return zlib.crc32(path) % shards

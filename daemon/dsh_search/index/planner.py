@@ -1,0 +1,167 @@
+"""The planner: whether the index answers a grep, and with which files.
+
+A grep is answered from the index only when that is both exact and cheaper than ripgrep's walk:
+
+1. `analyse`: the pattern's formula (query/analysis.py) must narrow the files at all, and the include
+   glob must be one the index reads exactly as ripgrep does — else the search walks before anything is
+   looked up;
+2. `Planner.choose`, once the workspace has judged the search's root: the formula's trigrams, rarest
+   first by document counts (cached across searches), must be selective — at most
+   `MAX_ESTIMATE_SHARE` of grep's files by the counts, checked against the current documents when old
+   versions inflate them — then each shard is asked for candidates under the root; the files changed
+   since indexed are read and judged now (at most `MAX_CHANGED_READ` of them); the candidates must be
+   at most `MAX_CANDIDATE_SHARE` of the files under the root; and when there are none, the planner
+   checks that ripgrep's walk would have searched a file at all (with none, ripgrep fails "No files
+   were searched", so the search walks to let it say so).
+
+Every "no" is None: the search walks, and the answer is the walk's. ripgrep decides every match among
+the files chosen.
+
+Rules of this module: decisions and thresholds; the reading of shards is shards.py's, the spelling of
+the answer answers.py's, what changed freshness.py's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import NamedTuple
+
+from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.source import GrepFiles
+from dsh_search.index import answers
+from dsh_search.index.answers import Root
+from dsh_search.index.freshness import Freshness
+from dsh_search.index.globlist import Matcher, Unsupported, glob_regex
+from dsh_search.index.query.analysis import required
+from dsh_search.index.query.formula import NONE, Query
+from dsh_search.index.query.plan import NO_FILE, Plan, narrows, plan
+from dsh_search.index.reading import judged
+from dsh_search.index.shards import Shard, prefix_range
+
+MAX_CANDIDATE_SHARE = 0.5  # more candidates than this share of the files under the root: walk instead
+# A pattern whose rarest required trigram is in more than this share of all grep's files walks before any
+# candidate is looked up: the lookup would cost more than the walk saves, and an unselective pattern
+# must cost no more than a walk.
+MAX_ESTIMATE_SHARE = 0.15  # (document counts; see Planner._selective)
+MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
+MAX_FREQUENCIES = 200_000  # trigram document counts cached; past it, the cache starts again
+
+
+class GrepQuery(NamedTuple):
+    query: Query  # what every matching file's text satisfies
+    include: bytes | None  # the include glob as a regex over cwd-relative paths (None: no include)
+
+
+def analyse(pattern: str, include: str | None) -> GrepQuery | None:
+    """The grep as the index reads it, or None when the index cannot narrow it exactly."""
+    if "\0" in pattern or (include is not None and "\0" in include):
+        return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
+    query = required(pattern)
+    if not narrows(query):
+        return None  # the pattern's literals narrow nothing: walk, without waiting for a build
+    include_regex = None
+    if include is not None:
+        try:
+            include_regex = glob_regex(include)
+        except Unsupported:
+            return None
+    return GrepQuery(query, include_regex)
+
+
+class Planner:
+    def __init__(self) -> None:
+        self._frequencies: dict[str, int] = {}  # trigram → documents holding it (planning only)
+
+    def forget(self) -> None:
+        """Document counts changed (files re-indexed, a new set): plans may pick other trigrams now
+        (their results never depend on it)."""
+        self._frequencies.clear()
+
+    def _plan(self, shards: list[Shard], query: Query) -> Plan | None:
+        """The lookup for `query`, its literals' rarest trigrams chosen by their document counts; None
+        when the pattern constrains nothing. Runs on a thread (it asks the shards)."""
+        frequencies = self._frequencies
+
+        def frequency(gram: str) -> int:
+            count = frequencies.get(gram)
+            if count is None:
+                if len(frequencies) > MAX_FREQUENCIES:
+                    frequencies.clear()
+                count = frequencies[gram] = sum(shard.doc_frequency(gram) for shard in shards)
+            return count
+
+        if query is NONE:
+            return NO_FILE
+        planned = plan(query, frequency)
+        return planned if planned.need is not None else None
+
+    async def _selective(self, shards: list[Shard], planned: Plan, live_share: float, limit: float) -> bool:
+        """Whether at most `limit` files can match, by document counts. Those count old versions of
+        re-indexed files too, which pile up on the text that is edited most: a count up to twice the
+        limit, with old versions in the index, is checked by counting the current documents that match."""
+        if planned.estimate <= limit:
+            return True
+        need = planned.need
+        if live_share >= 1.0 or planned.estimate > 2 * limit or need is None:
+            return False
+        counts = await asyncio.gather(*(asyncio.to_thread(shard.live_count, need) for shard in shards))
+        return sum(counts) <= limit
+
+    async def choose(
+        self,
+        shards: list[Shard],
+        live_share: float,
+        fresh: Freshness,
+        root: Root,
+        grep: GrepQuery,
+        deny: DenyGlobs,
+        grep_files: int,
+    ) -> GrepFiles | None:
+        """The files ripgrep reads for this grep under `root`, or None: walk."""
+        under = root.start
+        changed = [p for p in fresh.changed if p.startswith(under)]
+        if len(changed) > MAX_CHANGED_READ:
+            return None
+        low, high = prefix_range(under)
+        planned = await asyncio.to_thread(self._plan, shards, grep.query)
+        if planned is None or not await self._selective(shards, planned, live_share, MAX_ESTIMATE_SHARE * grep_files):
+            return None  # the pattern's rarest text is in too many files: a walk costs less
+        whole = under == b""
+        parts = await asyncio.gather(
+            *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole) for shard in shards)
+        )
+        total = grep_files if whole else sum(part[0] for part in parts)
+        found = [hit for part in parts for hit in part[1]]
+        members = set().union(*(part[2] for part in parts))
+        members |= {p for p in changed if p in fresh.grep_new}
+        chosen = {p: kind for p, kind in found if p not in fresh.changed}
+        for p, kind in await asyncio.to_thread(judged, fresh.root, [p for p in changed if p in members], grep.query):
+            chosen[p] = kind
+        if total and len(chosen) > MAX_CANDIDATE_SHARE * total:
+            return None
+        include = Matcher(root.prefix, b"", grep.include) if grep.include is not None else None
+        files = answers.grep_files(root, chosen, include, deny)
+        if files is not None and not files.named and not files.walk_to:
+            # No candidate. ripgrep's walk fails when it searches no file at all ("No files were
+            # searched", exit 2) and finds nothing otherwise: say which, or walk to let it say.
+            extra = [p for p in fresh.grep_new if p.startswith(under)]
+            gone = {p for p, change in fresh.files.overlay.items() if change.mtime is None}
+
+            def any_searched() -> bool:
+                every = [extra, *(shard.paths(low, high) for shard in shards)]
+                return any(answers.any_searched(paths, gone, root, include, deny) for paths in every)
+
+            if not await asyncio.to_thread(any_searched):
+                return None
+        return files
+
+
+def _ask(
+    shard: Shard, planned: Plan, low: bytes, high: bytes | None, changed: list[bytes], whole: bool
+) -> tuple[int, list[tuple[bytes, int]], set[bytes]]:
+    """One shard's part: (files grep reads under the range — not counted for the whole workspace, which
+    the caller knows —, the indexed candidates there, which changed paths grep reads)."""
+    members = shard.present(changed) if changed else set()
+    total = 0 if whole else shard.count(low, high)
+    found = shard.candidates(planned.need, low, high) if planned.need is not None else []
+    return total, found, members

@@ -1,0 +1,236 @@
+// The official MCP TypeScript SDK client (@modelcontextprotocol/sdk) drives the frozen dsh-search over
+// stdio, as an editor or desktop client would. Run by tests/mcp/test_typescript_sdk.py, which sets
+// DSH_SEARCH_EXE, DSH_SLOW_CORPUS and DSH_SLOW_PATTERN. The SDK validates every structuredContent
+// against the tool's outputSchema itself (after listTools), error results included.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+const EXE = process.env.DSH_SEARCH_EXE;
+const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
+const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
+const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
+
+function scratch(files) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-mcp-ts-'));
+  let when = Date.now() / 1000 - 1000;
+  for (const [name, body] of Object.entries(files)) {
+    const file = path.join(root, name);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, body);
+    fs.utimesSync(file, when, when); // distinct mtimes: glob lists oldest first
+    when += 10;
+  }
+  return root;
+}
+
+async function connect(args, { roots, cwd = '/', onLog, spill } = {}) {
+  const transport = new StdioClientTransport({
+    command: EXE,
+    args: ['--sample-over-cap-glob-results', 'true', '--spill-dir', spill ?? scratch({}), ...args],
+    cwd,
+    stderr: 'inherit',
+  });
+  const client = new Client(
+    { name: 'dsh-search-tests', version: '0.0.0' },
+    { capabilities: roots ? { roots: { listChanged: true } } : {} },
+  );
+  if (roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      roots.asked += 1;
+      return { roots: roots.current.map((dir) => ({ uri: pathToFileURL(dir).href, name: path.basename(dir) })) };
+    });
+  }
+  if (onLog) client.setNotificationHandler(LoggingMessageNotificationSchema, (note) => onLog(note.params));
+  await client.connect(transport);
+  await client.listTools(); // caches each tool's outputSchema validator
+  return client;
+}
+
+const textOf = (result) => result.content[0].text;
+
+function rgRunning() {
+  const sidecar = `${EXE}-rg`;
+  return fs.readdirSync('/proc').filter((pid) => {
+    if (!/^\d+$/.test(pid)) return false;
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === sidecar;
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+async function until(predicate, ms, what) {
+  const deadline = Date.now() + ms;
+  while (!predicate()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+test('roots from the client are the workspace, and follow roots/list_changed', { skip }, async () => {
+  const one = scratch({ 'README.md': 'alpha\n', 'docs/guide.md': 'alpha beta\n' });
+  const two = scratch({ 'notes.md': 'beta\n' });
+  const roots = { current: [one], asked: 0 };
+  const client = await connect([], { roots }); // cwd / and no --workdir, as desktop clients start servers
+  try {
+    assert.equal(textOf(await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } })), 'README.md\ndocs/guide.md');
+    const outside = await client.callTool({ name: 'grep', arguments: { pattern: 'beta', path: two } });
+    assert.equal(outside.isError, true);
+    assert.equal(textOf(outside), 'Error: path is outside the allowed roots');
+    roots.current = [two, one];
+    await client.sendRootsListChanged();
+    assert.equal(textOf(await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } })), 'notes.md');
+    const inside = await client.callTool({ name: 'grep', arguments: { pattern: 'alpha', path: one } });
+    assert.equal(inside.isError, false);
+    assert.match(textOf(inside), /^Found 2 matches\n\n/);
+    assert.equal(roots.asked, 2);
+  } finally {
+    await client.close();
+  }
+});
+
+test('progress notifications during a slow search', { skip }, async () => {
+  const client = await connect(['--workdir', SLOW_CORPUS]);
+  try {
+    const seen = [];
+    const result = await client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {
+      onprogress: (progress) => seen.push(progress),
+      timeout: 120_000,
+    });
+    assert.equal(textOf(result), 'No matches found');
+    assert.ok(seen.length >= 1, 'no notifications/progress');
+    for (let i = 1; i < seen.length; i += 1) assert.ok(seen[i].progress > seen[i - 1].progress, JSON.stringify(seen));
+    for (const p of seen) assert.match(p.message, /^grep: \d+ matches in \d+ files so far$|^grep: waiting/);
+  } finally {
+    await client.close();
+  }
+});
+
+test('cancellation: an aborted call stops ripgrep and the session goes on', { skip }, async () => {
+  const client = await connect(['--workdir', SLOW_CORPUS]);
+  try {
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {
+      signal: controller.signal,
+      timeout: 120_000,
+    });
+    const settled = call.then(
+      () => 'answered',
+      (err) => err,
+    );
+    await until(() => rgRunning() > 0, 20_000, 'ripgrep to start');
+    controller.abort('the user changed their mind'); // the SDK sends notifications/cancelled
+    assert.notEqual(await settled, 'answered');
+    await until(() => rgRunning() === 0, 10_000, 'ripgrep to stop');
+    assert.deepEqual(await client.ping(), {});
+  } finally {
+    await client.close();
+  }
+});
+
+test('structuredContent conforms to outputSchema, error results included', { skip }, async () => {
+  const files = {};
+  for (let i = 0; i < 5; i += 1) files[`d${i}/f${i}.md`] = `line ${i}\n`;
+  const project = scratch(files);
+  const client = await connect(['--workdir', project, '--glob-max-results', '2', '--grep-max-matches', '2']);
+  try {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep']);
+    for (const tool of tools) assert.equal(tool.outputSchema.type, 'object');
+    const calls = [
+      ['glob', { pattern: '*.md' }, false],
+      ['glob', { pattern: 'nothing' }, false],
+      ['grep', { pattern: 'line' }, false],
+      ['grep', { pattern: '(unclosed' }, true],
+      ['glob', { pattern: '' }, true],
+    ];
+    for (const [name, args, isError] of calls) {
+      const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
+      assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
+      assert.equal(result.structuredContent.text, textOf(result));
+    }
+    const bad = await client.callTool({ name: 'grep', arguments: { pattern: '(unclosed' } });
+    assert.equal(bad.structuredContent.code, 'SEARCH_INVALID_PATTERN');
+    assert.match(textOf(bad), /^Error: grep pattern rejected by ripgrep: /);
+  } finally {
+    await client.close();
+  }
+});
+
+test('the spill path is searchable under --allowed-root', { skip }, async () => {
+  const project = scratch({ 'f0.md': 'n\n', 'f1.md': 'n\n', 'f2.md': 'n\n', 'f3.md': 'n\n' });
+  const spill = scratch({});
+  const client = await connect(['--workdir', project, '--allowed-root', project, '--glob-max-results', '2'], { spill });
+  try {
+    const capped = await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } });
+    const locator = capped.structuredContent.spill.locator;
+    assert.ok(locator.startsWith(spill), locator);
+    const found = await client.callTool({ name: 'grep', arguments: { pattern: 'f3', path: locator } });
+    assert.equal(found.isError, false, textOf(found));
+    assert.equal(textOf(found), `Found 1 match\n\n${locator}\nLine 4: f3.md`);
+  } finally {
+    await client.close();
+  }
+});
+
+test('terminal_search is listed once a scrollback exists, announced with list_changed', { skip }, async () => {
+  const client = await connect(['--workdir', os.tmpdir()]);
+  try {
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changed += 1;
+    });
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['glob', 'grep']);
+    const appended = await client.request(
+      { method: 'scrollback/append', params: { sessionId: 'term-1', data: 'make\nerror: missing semicolon\n' } },
+      z.object({ totalLines: z.number(), truncated: z.boolean() }),
+    );
+    assert.equal(appended.totalLines, 3);
+    await until(() => changed === 1, 5_000, 'notifications/tools/list_changed');
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep', 'terminal_search']);
+    const found = await client.callTool({ name: 'terminal_search', arguments: { sessionId: 'term-1', pattern: 'error' } });
+    assert.equal(textOf(found), '[offset 1] error: missing semicolon\n[search: 1 of 1 matches, 3 retained lines]');
+    assert.deepEqual(found.structuredContent.matches, [{ offset: 1, line: 'error: missing semicolon' }]);
+    const unknown = await client.callTool({ name: 'terminal_search', arguments: { sessionId: 'nope', pattern: 'x' } });
+    assert.equal(unknown.isError, true);
+    assert.equal(textOf(unknown), 'Error: unknown terminal session: nope');
+  } finally {
+    await client.close();
+  }
+});
+
+test('warnings reach the client as notifications/message', { skip }, async () => {
+  const project = scratch({ 'a.md': '', 'b.md': '' });
+  const notADirectory = path.join(scratch({ spill: 'a file' }), 'spill');
+  const logs = [];
+  const client = await connect(['--workdir', project, '--glob-max-results', '1'], {
+    spill: notADirectory,
+    onLog: (params) => logs.push(params),
+  });
+  try {
+    await client.setLoggingLevel('warning');
+    const result = await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } });
+    assert.match(textOf(result), /The complete result could not be saved/);
+    assert.ok(
+      logs.some((l) => l.level === 'warning' && String(l.data).includes('could not save glob-results.txt')),
+      JSON.stringify(logs),
+    );
+  } finally {
+    await client.close();
+  }
+});

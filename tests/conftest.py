@@ -97,6 +97,9 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
         args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
         # A daemon that drops root's privileges runs a copy it can reach when the build is out of reach.
         program = reachable_by_nobody(exe) if "user" in kw else exe
+        if "user" in kw:
+            # Nor may its working directory (the daemon's default workspace) be out of that user's reach.
+            kw.setdefault("cwd", "/")
         used.add(program)
         d = Daemon(args, framing=framing, exe=program, **kw)
         started.append(d)

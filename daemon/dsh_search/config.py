@@ -251,6 +251,13 @@ KEYS: tuple[Key, ...] = (
         "again.",
     ),
     Key(
+        "indexMaxBytes",
+        "posint",
+        4 << 30,
+        help="Total size of the workspace indexes under indexDir: when an index is built past it, the least "
+        "recently used workspaces' indexes are removed until it fits (never one a daemon is using).",
+    ),
+    Key(
         "allowedRoots",
         "list",
         (),
@@ -293,6 +300,7 @@ class Config(NamedTuple):
     terminal_search: str
     index_mode: str  # the key `index`
     index_dir: str
+    index_max_bytes: int
     allowed_roots: tuple[str, ...]
     deny_globs: tuple[str, ...]
 

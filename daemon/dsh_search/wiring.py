@@ -85,7 +85,9 @@ def assemble(
     lister = GrepLister.create(rg.path, env, config.grace_ms / 1000, config.rg_memory_max_bytes)
     index_manager = None
     if config.index_mode != "off":
-        index_manager = IndexManager(mode=config.index_mode, index_dir=config.index_dir, grep_lister=lister)
+        index_manager = IndexManager(
+            mode=config.index_mode, index_dir=config.index_dir, grep_lister=lister, max_bytes=config.index_max_bytes
+        )
     spill = SpillStore(
         config.spill_dir,
         max_bytes=config.spill_max_bytes,

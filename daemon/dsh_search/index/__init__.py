@@ -17,12 +17,14 @@ contracts in pyproject.toml check it):
 | `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
 | `shards.py` | the content index on disk: SQLite FTS5 — **the only user of SQLite** | workspace logic |
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
+| `mounts.py` | the mount table and its changes | what a change means |
+| `rules.py` | the rule files no watch covers, checked by stat | which files grep reads |
 | `reading.py` | reading one version of a workspace file | writing the index |
 | `lister.py` | grep's list: ripgrep's own `--files` — the one place the index starts ripgrep | deciding answers |
 | `walk.py` | glob's walk of the tree, watching each directory before listing it | state changes |
-| `sets.py` | the workspace's directory, shard sets and their locks | shard contents |
+| `sets.py` | the workspace's directory, shard sets, their locks, trust and the cache's bound | shard contents |
 | `builder.py` | the content index merged from grep's list, on threads | workspace state |
-| `freshness.py` | what changed since indexed and what is in doubt, from the events | SQLite, ripgrep runs |
+| `freshness.py` | what changed since indexed, what is in doubt and why (events, checks) | SQLite, ripgrep runs |
 | `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
 | `planner.py` | whether a grep is answered from the index, with which files | storage, spelling |
 | `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |

@@ -193,6 +193,12 @@ def skipped_files(shards: list[Shard], files: GlobList, known: set[bytes]) -> se
     return skipped
 
 
+def grep_files(shards: list[Shard], pending: list[bytes]) -> int:
+    """How many files grep reads: those the content index holds, and those pending that it does not yet."""
+    present = set().union(*(shard.present(pending) for shard in shards)) if pending else set()
+    return sum(shard.count(b"", None) for shard in shards) + len(set(pending) - present)
+
+
 def garbage_heavy(shards: list[Shard]) -> bool:
     """Whether most of the content index's documents are garbage (and there is enough of it to matter)."""
     garbage = sum(shard.garbage() for shard in shards)

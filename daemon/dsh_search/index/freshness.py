@@ -1,26 +1,37 @@
 """Freshness: what the index knows of the tree *now*, against what it indexed — and what it is unsure of.
 
 The index answers from what it built; the tree moves on. `Freshness` is the bookkeeping between the two,
-kept on the event loop from the events drained before every answer (watch.py):
+kept on the event loop from the events drained before every answer (watch.py) and from the checks that
+cover what inotify cannot report (`check`: the workspace root itself, the mount table, the rule files
+outside the watched tree):
 
 - `files`, glob's list (globlist.GlobList), kept current: a changed path gets its new mtime (or leaves)
   before glob answers (`refresh_stats`);
 - `changed`: paths changed since indexed, each with the generation of its last event. A changed file is
   never answered from the content index: grep reads and judges it itself, and the background indexes it
   again; it leaves `changed` only when both its glob entry and its index rows are of that generation;
+- `linked`: files with more than one hard link. A write through another name raises no event for this
+  one, so such a file is never answered from the index alone: glob stats it, grep reads it, every time;
 - `unknown`: new files for which it is not known yet whether grep's walk reads them (ripgrep settles
   them: `settle`); `grep_new`: files grep reads that the content index has no row for yet;
-- `grep_dirs`: the directories grep's walk enters; `unreadable`: directories the walk could not read;
+- `grep_dirs`: the directories grep's walk enters (from ripgrep's own list);
 - `skipped`: the files glob lists and grep's walk skips (hidden or ignored), which an include glob can
   bring back; `None` while they are being listed again;
-- the doubts: `glob_doubt` (events were lost: every file is in doubt until everything is listed again)
-  and `grep_doubt` (grep's list is in doubt — an ignore file, a `.git`, a directory or its permissions
-  changed, ripgrep reported problems — until ripgrep has listed grep's files again). A search in doubt
-  walks.
+- **doubts**, where a search walks instead (the walk's answer is then the answer, errors and footers
+  included): `doubts` — directories the index cannot see completely (unreadable, unwatchable, a name too
+  long for the kernel, on a network filesystem, no watch left), each with its reason and whether it
+  bears on glob, grep or both; `glob_doubt` — everything is in doubt (events were lost, the root was
+  moved, replaced or unmounted) until it is all listed again; `grep_doubt` — grep's list is in doubt
+  (an ignore file, a repository, a directory or its permissions changed) until ripgrep lists it again.
 
-Rules of this module: bookkeeping only, on the event loop's thread; the one IO it does is to stat a
-changed path and to walk a directory that arrived (both small). Whether a search may be answered is the
-workspace's question, answered from here.
+**Events are hints.** A file event marks its path changed and lets `refresh_stats` and the searches read
+the disk; a directory event re-reads that directory from the disk (`_resync`: it is there and is walked
+again, or it is not and everything known under it goes), so the order of events, rename pairs and their
+halves, renames over an existing entry and exchanges all come out as the disk is.
+
+Rules of this module: bookkeeping only, on the event loop's thread; the IO it does is small and is
+the truth it keeps: stat a changed path, walk a directory that changed, stat the rule files, poll the
+mount table. Whether a search may be answered is the workspace's question, answered from here.
 """
 
 from __future__ import annotations
@@ -28,11 +39,22 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from typing import NamedTuple
 
+from dsh_search.index import mounts as mount_table
 from dsh_search.index.globlist import GlobList, Matcher, split_key
-from dsh_search.index.lister import GrepLister
-from dsh_search.index.walk import RULE_FILES, VCS_NAMES, walk
-from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, Event, Watcher
+from dsh_search.index.lister import GrepLister, Listing
+from dsh_search.index.rules import RuleFiles, git_dir_excludes
+from dsh_search.index.walk import RULE_NAMES, UNREADABLE, VCS_NAMES, Walked, walk, watch_vcs
+from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, ROOT, Event, Watcher
+
+GLOB_AND_GREP, GREP_ONLY = "glob and grep", "grep"
+
+
+class Doubt(NamedTuple):
+    reason: str
+    glob: bool  # glob's answers under it walk
+    grep: bool  # grep's answers under it walk
 
 
 class Skipped:
@@ -69,28 +91,66 @@ class Skipped:
         return self._blob
 
 
+def _identity(path: bytes) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def walk_doubts(walked: Walked) -> dict[bytes, Doubt]:
+    """A walk's doubts as they bear on the searches: a directory that is only unreadable hides nothing from
+    grep that grep could read either (ripgrep reports it if its walk enters it: `relisted`); any other
+    reason leaves changes unseen, for both tools."""
+    return {d: Doubt(reason, True, reason != UNREADABLE) for d, reason in walked.doubts.items()}
+
+
 class Freshness:
     def __init__(
-        self, root: bytes, watcher: Watcher, files: GlobList, grep_dirs: set[bytes], unreadable: set[bytes]
+        self,
+        root: bytes,
+        real_root: str,
+        watcher: Watcher,
+        walked: Walked,
+        files: GlobList,
+        grep_dirs: set[bytes],
+        rules: RuleFiles,
+        mounts: dict[bytes, mount_table.Mount] | None,
+        mount_watch: mount_table.MountWatch,
     ) -> None:
         self.root = root
+        self.real_root = real_root
         self.watcher = watcher
         self.files = files
         self.grep_dirs = grep_dirs
-        self.unreadable = unreadable
+        self.rules = rules
+        self.root_identity = _identity(root)
+        self.doubts: dict[bytes, Doubt] = walk_doubts(walked)
+        self.linked: set[bytes] = set(walked.linked)
+        rules.add_inside(walked.rules)
         self.changed: dict[bytes, int] = {}  # paths changed since indexed → event generation
         self.stated: dict[bytes, int] = {}  # changed paths whose glob entry is current → generation
         self.unknown: set[bytes] = set()
         self.grep_new: set[bytes] = set()
         self.skipped = Skipped()
-        self.grep_doubt = False
-        self.glob_doubt = False
+        self.glob_doubt: str | None = None  # why everything is in doubt (None: it is not)
+        self.grep_doubt: str | None = None  # why grep's list is in doubt (None: it is not)
+        self.grep_stale = False  # grep's list is to be asked of ripgrep again (a doubt can outlive it)
         self.generation = 0
         self._probes: tuple[int, bytes] | None = None  # (watch changes then, VCS names under the watches)
+        self._mount_watch = mount_watch  # armed before `mounts` was read: every change since is seen
+        self.mounts: dict[bytes, mount_table.Mount] = {}
+        if mounts is not None:
+            self._mounted(mounts)
+
+    def close(self) -> None:
+        self._mount_watch.close()
 
     def pending(self) -> bool:
-        """Whether the background has anything to catch up on."""
-        return bool(self.changed or self.grep_doubt or self.glob_doubt or self.unknown)
+        """Whether the background has anything to catch up on (a root that is gone waits for `check`)."""
+        rescan = self.glob_doubt is not None and self.root_identity is not None
+        return bool(self.changed or self.grep_stale or rescan or self.unknown)
 
     # --- events ----------------------------------------------------------------------------------------
 
@@ -98,87 +158,222 @@ class Freshness:
         self.generation += 1
         self.changed[path] = self.generation
 
-    def apply(self, event: Event) -> None:
-        """One drained event. Raises watch.WatchLimit when a directory that arrived cannot be watched."""
-        path, kind, is_dir = event
-        if kind == OVERFLOW:  # events were lost: everything is in doubt until listed again
-            self.glob_doubt = self.grep_doubt = True
-            return
-        parts = path.split(b"/")
-        if any(part in VCS_NAMES for part in parts):
-            if parts[-1] in VCS_NAMES or (b".git" in parts and parts[-1] in (b"info", b"exclude")):
-                self.grep_doubt = True  # a repository came or went, or its exclude file changed
-            return
-        if parts[-1] in RULE_FILES:
-            self.grep_doubt = True
-        if kind == GONE:
-            self._gone(path, is_dir)
-        elif kind == DIRECTORY:
-            self._arrived(path)
-        else:
-            self.mark_changed(path)
+    def _touch(self, path: bytes) -> None:
+        """A file event: the path changed, and what it is now is read from the disk when asked."""
+        self.mark_changed(path)
+        self.stated.pop(path, None)
+
+    def doubt_everything(self, reason: str) -> None:
+        if self.glob_doubt is None:
+            self.glob_doubt = reason
+        self.doubt_grep(reason)
+
+    def doubt_grep(self, reason: str) -> None:
+        if self.grep_doubt is None or not self.grep_stale:
+            self.grep_doubt = reason
+        self.grep_stale = True
+
+    def apply(self, events: list[Event]) -> None:
+        """A batch of drained events: files first, then every directory that changed, read again from the
+        disk (one that lies under another read again is covered by it)."""
+        directories: set[bytes] = set()
+        for path, kind in events:
+            if kind == OVERFLOW:
+                self.doubt_everything("file events were lost (inotify's event queue overflowed)")
+                continue
+            if kind == ROOT:
+                self.doubt_everything("the workspace directory itself was moved, deleted or unmounted")
+                continue
+            parts = path.split(b"/")
+            if any(part in VCS_NAMES for part in parts):
+                self._vcs(path, parts, kind)
+                continue
+            if parts[-1] in RULE_NAMES:
+                self.doubt_grep(f"an ignore file changed: {os.fsdecode(path)}")
+                if kind == NEW and os.path.islink(os.path.join(self.root, path)):
+                    self.rules.add_inside([os.fsdecode(os.path.join(self.root, path))])
+            if kind == DIRECTORY:
+                directories.add(path)
+                continue
+            self._touch(path)
             if kind == NEW:
                 self.unknown.add(path)
+            elif kind == GONE:
+                self.skipped.discard(path)
+        for path in sorted(directories):
+            if not any(path.startswith(d + b"/") for d in directories if d != path):
+                self._resync(path)
 
-    def _forget_file(self, path: bytes) -> None:
-        self.mark_changed(path)
-        self.skipped.discard(path)
-        self.files.apply(path, None)
-        self.stated[path] = self.changed[path]
-        self.unknown.discard(path)
-
-    def _gone(self, path: bytes, is_dir: bool) -> None:
-        if not is_dir:
-            self._forget_file(path)
+    def _vcs(self, path: bytes, parts: list[bytes], kind: str) -> None:
+        """An event inside or about a VCS directory: glob never lists them, but a repository that appears or
+        vanishes, and its exclude file, change which files grep's walk reads."""
+        first = next(i for i, part in enumerate(parts) if part in VCS_NAMES)
+        if parts[first] != b".git":
             return
-        self.watcher.forget(path)
-        prefix = path + b"/"
-        for child in self.files_under(prefix):
-            self._forget_file(child)
-        self.grep_dirs = {d for d in self.grep_dirs if d != path and not d.startswith(prefix)}
-        self.unreadable = {d for d in self.unreadable if d != path and not d.startswith(prefix)}
+        rest = parts[first + 1 :]
+        git = b"/".join(parts[: first + 1])
+        absolute = os.path.join(self.root, git)
+        if not rest:  # the .git entry itself
+            self.doubt_grep(f"a repository appeared, changed or vanished: {os.fsdecode(git)}")
+            if os.path.isdir(absolute) and not os.path.islink(absolute):
+                rules: set[str] = set()
+                watch_vcs(self.root, self.watcher, git, rules)
+                self.rules.add_inside(rules)
+            elif os.path.isfile(absolute):
+                self.rules.add_inside([os.fsdecode(absolute), *git_dir_excludes(os.fsdecode(absolute))])
+            else:
+                self.watcher.forget(git)
+        elif rest == [b"info"]:
+            self.doubt_grep(f"a repository's info directory changed: {os.fsdecode(path)}")
+            if kind == DIRECTORY and os.path.isdir(os.path.join(absolute, b"info")):
+                rules = set()
+                watch_vcs(self.root, self.watcher, git, rules)
+                self.rules.add_inside(rules)
+        elif rest == [b"info", b"exclude"]:
+            self.doubt_grep(f"a repository's exclude file changed: {os.fsdecode(path)}")
 
-    def _arrived(self, path: bytes) -> None:
-        """A directory arrived (created, moved in) or its permissions changed: watch and list it again.
-        Whether grep's walk enters it, ripgrep says when grep's files are listed again."""
+    def _resync(self, path: bytes) -> None:
+        """Read a directory again from the disk: watched and walked if it is one now, else forgotten with
+        everything known under it."""
+        absolute = os.path.join(self.root, path)
+        prefix = path + b"/"
+        known = self.files_under(prefix)
+        self.watcher.forget(path)
+        self.doubts = {d: v for d, v in self.doubts.items() if not (d == path or d.startswith(prefix))}
+        self.grep_dirs = {d for d in self.grep_dirs if d != path and not d.startswith(prefix)}
+        self.linked = {p for p in self.linked if not p.startswith(prefix)}
+        try:
+            is_dir = stat.S_ISDIR(os.stat(absolute, follow_symlinks=False).st_mode)
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            for child in known:
+                self._touch(child)
+                self.skipped.discard(child)
+                self.unknown.discard(child)
+            return
+        # Whether grep's walk enters it, and what rules it brings, ripgrep says when it lists grep's files.
+        self.doubt_grep(f"a directory was created, moved or its permissions changed: {os.fsdecode(path)}")
         walked = walk(self.root, self.watcher, path)
         entries = [split_key(key) for key in walked.files]
         present = {p for _mtime, p in entries}
-        for child in self.files_under(path + b"/"):
+        for child in known:
             if child not in present:
-                self._forget_file(child)
+                self._touch(child)
         for mtime, child in entries:
             self.mark_changed(child)
             self.files.apply(child, mtime)
             self.stated[child] = self.changed[child]
             self.unknown.add(child)
-        self.unreadable = {d for d in self.unreadable if d != path and not d.startswith(path + b"/")}
-        self.unreadable |= walked.unreadable
-        self.grep_doubt = True
+        self.doubts.update(walk_doubts(walked))
+        self.linked |= walked.linked
+        self.rules.add_inside(walked.rules)
 
     def files_under(self, prefix: bytes) -> list[bytes]:
         found = self.files.matching(Matcher(b"", prefix, b".*"))
         known = set(found)
         return found + [p for p in self.unknown if p.startswith(prefix) and p not in known]
 
+    # --- what inotify cannot say ------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Before an answer: is the root still the directory watched, and did the mount table change?"""
+        identity = _identity(self.root)
+        if identity != self.root_identity:
+            self.root_identity = identity
+            if identity is None:
+                self.doubt_everything("the workspace directory is gone or cannot be entered")
+            else:
+                self.doubt_everything("the workspace directory was replaced")
+        if self._mount_watch.changed():
+            table = mount_table.read()
+            if table is not None:
+                self._mounted(mount_table.under(self.real_root, table))
+
+    def _mounted(self, now: dict[bytes, mount_table.Mount]) -> None:
+        """The mounts under the workspace are now these: every mount point that came, went or changed is
+        read again; everything on a network filesystem is in doubt for good."""
+        before, self.mounts = self.mounts, now
+        for point in sorted(set(before) | set(now)):
+            if before.get(point) == now.get(point):
+                continue
+            if point == b"":
+                if before:  # the filesystem holding the root itself changed: look at everything again
+                    self.doubt_everything("a filesystem was mounted or unmounted at or above the workspace")
+            elif before:
+                self._resync(point)
+        self._remote_doubts()
+
+    def _remote_doubts(self) -> None:
+        for point, mount in self.mounts.items():
+            if mount_table.remote(mount.fstype):
+                self.doubts[point] = Doubt(
+                    f"on a {mount.fstype} filesystem, whose changes made elsewhere raise no inotify event", True, True
+                )
+
+    def check_rules(self) -> None:
+        """Before a grep answer: did a rule file outside the watched tree (or behind a link) change?"""
+        if self.grep_doubt is None:
+            changed = self.rules.changed()
+            if changed is not None:
+                self.doubt_grep(f"a rule file of grep's walk changed: {changed}")
+
     # --- what a search needs to know -------------------------------------------------------------------
 
     def refresh_stats(self) -> None:
         """Give every changed path's glob entry its current modification time (or drop it when gone)."""
-        files = self.files
         for path, generation in [(p, g) for p, g in self.changed.items() if self.stated.get(p) != g]:
-            try:
-                st = os.stat(os.path.join(self.root, path), follow_symlinks=False)
-            except OSError:
-                files.apply(path, None)
-            else:
-                files.apply(path, st.st_mtime_ns if stat.S_ISREG(st.st_mode) else None)
+            self._stat(path)
             self.stated[path] = generation
 
-    def readable(self, under: bytes) -> bool:
-        """No directory the walk from `under` (workspace-relative, b"" or ending in `/`) enters was
-        unreadable (ripgrep would report it)."""
-        return not any(d.startswith(under) or d == under.rstrip(b"/") for d in self.unreadable)
+    def refresh_linked(self, matcher: Matcher | None = None) -> None:
+        """Files with more than one link change without an event: stat the ones a search may list."""
+        for path in [p for p in self.linked if matcher is None or matcher.matches(p)]:
+            self._stat(path)
+
+    def _stat(self, path: bytes) -> None:
+        try:
+            st = os.stat(os.path.join(self.root, path), follow_symlinks=False)
+        except OSError:
+            self.files.apply(path, None)
+            self.linked.discard(path)
+            return
+        regular = stat.S_ISREG(st.st_mode)
+        self.files.apply(path, st.st_mtime_ns if regular else None)
+        if regular and st.st_nlink > 1:
+            self.linked.add(path)
+        elif path in self.linked:
+            self.linked.discard(path)
+            self.mark_changed(path)  # indexed while it had other names: index it again
+            self.stated[path] = self.generation
+
+    def in_doubt(self, start: bytes, tool: str) -> str | None:
+        """Why a search of `tool` ("glob" or "grep") from this root (workspace-relative, b"" or ending in
+        `/`) must walk, or None: a doubtful directory at, under or above it."""
+        if self.glob_doubt is not None:
+            return self.glob_doubt
+        if tool == "grep" and self.grep_doubt is not None:
+            return self.grep_doubt
+        u = start.rstrip(b"/")
+        for d, doubt in self.doubts.items():
+            if not (doubt.glob if tool == "glob" else doubt.grep):
+                continue
+            if not u or d == u or not d or d.startswith(u + b"/") or u.startswith(d + b"/"):
+                return doubt.reason
+        return None
+
+    def doubt_list(self) -> list[tuple[bytes, str, str]]:
+        """Every part in doubt: (workspace-relative path, reason, the tools it bears on)."""
+        out: list[tuple[bytes, str, str]] = []
+        if self.glob_doubt is not None:
+            out.append((b"", self.glob_doubt, GLOB_AND_GREP))
+        elif self.grep_doubt is not None:
+            out.append((b"", self.grep_doubt, GREP_ONLY))
+        for d, doubt in sorted(self.doubts.items()):
+            out.append(
+                (d, doubt.reason, GLOB_AND_GREP if doubt.glob and doubt.grep else GREP_ONLY if doubt.grep else "glob")
+            )
+        return out
 
     async def settle(self, under: bytes, lister: GrepLister, workspace: str) -> bool:
         """Whether grep's walk reads each new file under `under` is settled by ripgrep itself, for files in
@@ -191,10 +386,10 @@ class Freshness:
         if any(d not in self.grep_dirs for d in directories):
             return False
         generation = self.generation
-        listed, problems = await lister(workspace, directories, 1)
-        if problems:
+        listing = await lister(workspace, directories, 1)
+        if not listing.clean:
             return False
-        members = {p[2:] if p.startswith(b"./") else p for p in listed.split(b"\0") if p}
+        members = {p[2:] if p.startswith(b"./") else p for p in listing.paths.split(b"\0") if p}
         for path in unknown:
             if self.changed.get(path, 0) > generation:
                 continue  # changed again meanwhile: still unknown
@@ -226,34 +421,54 @@ class Freshness:
 
     # --- what the background found ---------------------------------------------------------------------
 
-    def rescanned(self, files: GlobList, unreadable: set[bytes], stale: list[bytes]) -> None:
-        """Everything was listed again after lost events: glob's list is the new one, and every indexed
-        file whose signature changed is changed."""
+    def rescanned(self, walked: Walked, files: GlobList, stale: list[bytes]) -> None:
+        """Everything was listed again (after lost events, a root moved or replaced): glob's list is the new
+        one, and every indexed file whose signature changed is changed."""
         self.files = files
         self.stated.clear()
         self.changed.clear()
         for path in stale:
             self.mark_changed(path)
-        self.unreadable = unreadable
+        self.doubts = walk_doubts(walked)
+        self._remote_doubts()
+        self.linked = set(walked.linked)
+        self.rules.add_inside(walked.rules)
         self.unknown.clear()
-        self.glob_doubt = False
-        self.grep_doubt = True
+        self.root_identity = _identity(self.root)
+        self.glob_doubt = None if self.root_identity is not None else "the workspace directory is gone"
+        self.doubt_grep("everything was listed again: ripgrep lists grep's files again")
 
     def relisted(
-        self, generation: int, new: list[bytes], grep_dirs: set[bytes], members: set[bytes], problems: bool
+        self, generation: int, new: list[bytes], grep_dirs: set[bytes], members: set[bytes], listing: Listing
     ) -> None:
         """ripgrep listed grep's files again, starting at `generation`: `new` are the files it reads that
-        are not indexed yet, `members` which of the unknown files then it reads."""
+        are not indexed yet, `members` which of the unknown files then it reads, `listing.trouble` what
+        it could not read (in doubt for grep from then on)."""
         self.grep_new = set(new)
         for path in new:
             self.changed.setdefault(path, generation)
         self.grep_dirs = grep_dirs
-        if self.generation == generation:  # nothing happened while ripgrep listed
-            self.grep_doubt = problems
+        # ripgrep's own reports are replaced by this listing's; the walk's doubts stay, as the walk saw them.
+        self.doubts = {d: Doubt(v.reason, True, v.reason != UNREADABLE) for d, v in self.doubts.items() if v.glob}
+        self._remote_doubts()
+        trouble = listing.trouble
+        for path, complaint in (trouble or {}).items():
+            where = path.rpartition(b"/")[0] if complaint.startswith("line ") else path
+            old = self.doubts.get(where)
+            self.doubts[where] = (
+                Doubt(old.reason, old.glob, True) if old else Doubt(f"ripgrep: {complaint}", False, True)
+            )
+        if trouble is None:  # kept until something changes: asking again would answer the same
+            self.grep_doubt = "ripgrep reported problems it did not say the paths of"
+            self.grep_stale = False
+            self.unknown -= members
+        elif self.generation == generation:  # nothing happened while ripgrep listed
+            self.grep_doubt = None
+            self.grep_stale = False
             self.unknown.clear()
         else:  # what happened meanwhile is judged next time
             self.unknown -= members
-            self.grep_doubt = True
+            self.doubt_grep("files changed while ripgrep listed grep's files")
 
     def reindexed(self, batch: dict[bytes, int], done: list[bytes]) -> None:
         """These paths of a batch (path → generation then) are settled in the index: each leaves `changed`

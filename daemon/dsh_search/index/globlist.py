@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -52,15 +52,27 @@ class Snapshot:
         blob = bytearray(b"\0")
         starts = array("q")
         mtimes = array("q")
+        hashes = array("q")
         for key in keys:
             starts.append(len(blob))
             mtimes.append(int.from_bytes(key[:8], "big") - _MTIME_BIAS)
-            blob += memoryview(key)[8:]
+            path = key[8:]
+            hashes.append(hash(path))
+            blob += path
             blob += b"\0"
         keys.clear()
         self.blob = bytes(blob)
         self.starts = starts
         self.mtimes = mtimes
+        # Every path's hash, sorted (8 bytes a file): whether a path is in the snapshot, without a walk of
+        # the blob — for counting the files as changes come (a collision costs a count, never an answer).
+        self._hashes = array("q", sorted(hashes))
+
+    def holds(self, path: bytes) -> bool:
+        """Whether `path` is (as far as its hash tells) one of the snapshot's files."""
+        h = hash(path)
+        i = bisect_left(self._hashes, h)
+        return i < len(self._hashes) and self._hashes[i] == h
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -91,6 +103,7 @@ class GlobList:
     def __init__(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.overlay: dict[bytes, Change] = {}
+        self._count = len(snapshot)  # current files: kept as changes come
 
     @classmethod
     def from_keys(cls, keys: list[bytes]) -> GlobList:
@@ -102,10 +115,14 @@ class GlobList:
         """A copy whose changes are a copy too: safe to read on a thread while the live one changes."""
         copy = GlobList(self.snapshot)
         copy.overlay = dict(self.overlay)
+        copy._count = self._count
         return copy
 
     def apply(self, path: bytes, mtime: int | None) -> None:
         """`path` now has this modification time, or is gone (None)."""
+        old = self.overlay.get(path)
+        was = old.mtime is not None if old is not None else self.snapshot.holds(path)
+        self._count += (mtime is not None) - was
         self.overlay[path] = Change(mtime)
 
     def paths(self) -> Iterator[bytes]:
@@ -140,7 +157,7 @@ class GlobList:
         return GlobList(Snapshot(keys))
 
     def __len__(self) -> int:
-        return len(self.snapshot) + sum(1 if c.mtime is not None else 0 for c in self.overlay.values())
+        return self._count
 
 
 # --- globs as regexes over the blob --------------------------------------------------------------------------

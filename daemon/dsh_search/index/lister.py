@@ -12,14 +12,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from dsh_search.engine.ripgrep import Launcher, Limits
 
 
+class Listing(NamedTuple):
+    """What ripgrep printed: the paths (NUL-separated, as printed) and what it reported it could not
+    read or parse — workspace-relative path → ripgrep's words — or None when its complaints could not all
+    be attributed to paths (then everything grep reads is in doubt)."""
+
+    paths: bytes
+    trouble: dict[bytes, str] | None
+
+    @property
+    def clean(self) -> bool:
+        return self.trouble == {}
+
+
+_REPORT = re.compile(rb"^rg: (.+?): (line [0-9]+: error parsing glob .*|[^:]*\(os error [0-9]+\))$")
+
+
+def trouble_of(stderr: bytes) -> dict[bytes, str] | None:
+    """The paths ripgrep's `rg: <path>: <complaint>` lines name, or None when a line is not one."""
+    out: dict[bytes, str] = {}
+    for line in stderr.splitlines():
+        if not line:
+            continue
+        found = _REPORT.match(line)
+        if found is None:
+            return None
+        path = found.group(1)
+        while path.startswith(b"./"):
+            path = path[2:]
+        out[b"" if path == b"." else path.rstrip(b"/")] = found.group(2).decode("utf-8", "replace")
+    return out
+
+
 class GrepLister:
     """ripgrep's `--files` walk with grep's rules. Called with (cwd, roots — none: the cwd —, depth —
-    None: all), it answers (the NUL-separated paths as printed, whether ripgrep reported problems:
-    unreadable paths, ignore files with bad rules, output past its cap)."""
+    None: all), it answers a `Listing`."""
 
     def __init__(self, launcher: Launcher) -> None:
         self.launcher = launcher
@@ -31,20 +63,28 @@ class GrepLister:
         limits = Limits(stdout_cap=1 << 31, stderr_cap=1 << 16, grace_s=grace_s, memory_cap=memory_cap)
         return cls(Launcher(rg_path, env, limits))
 
-    async def __call__(self, cwd: str, roots: Sequence[bytes], depth: int | None) -> tuple[bytes, bool]:
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment ripgrep runs in (where it finds git's global excludes)."""
+        return self.launcher.env
+
+    async def __call__(self, cwd: str, roots: Sequence[bytes], depth: int | None) -> Listing:
         args: list[str | bytes] = ["--files", "--null"]
         if depth is not None:
             args.append(f"--max-depth={depth}")
         if roots:
             args += ["--", *(root or b"." for root in roots)]
         outcome = await self.launcher(args, cwd=cwd)
-        problems = (
-            outcome.exit_code not in (0, 1)
-            or outcome.stdout_overflow
-            or outcome.reported_paths > 0
-            or outcome.bad_ignore_files > 0
-        )
-        return outcome.stdout, problems
+        trouble: dict[bytes, str] | None
+        if outcome.exit_code in (0, 1) and not outcome.stdout_overflow and not outcome.stderr.strip():
+            trouble = {}
+        elif outcome.exit_code not in (0, 1, 2) or outcome.stdout_overflow or outcome.stderr_lossy:
+            trouble = None
+        else:
+            trouble = trouble_of(outcome.stderr)
+            if trouble == {} and outcome.exit_code == 2:
+                trouble = None  # it failed without saying on what
+        return Listing(outcome.stdout, trouble)
 
 
 _PATH = re.compile(rb"[^\0]+")

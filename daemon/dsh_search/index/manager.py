@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobFiles, GrepFiles
+from dsh_search.index import mounts
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.sets import workspace_dir
 from dsh_search.index.status import FAILED, OFF, READY, Status
@@ -38,48 +39,23 @@ log = logging.getLogger("dsh_search.index")
 AUTO_AFTER_S = 0.2  # a walk at least this slow makes an index worth its build (auto)
 RETRY_AFTER_S = (1.0, 5.0, 30.0, 300.0)  # a failed index is built again after these pauses (then every last)
 
-# Filesystems whose changes may come from elsewhere without an inotify event.
-REMOTE_FILESYSTEMS = frozenset(
-    ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs", "virtiofs")
-)
-
-
-def filesystem_type(path: str) -> str | None:
-    """The type of the filesystem holding `path` (Linux: /proc/self/mountinfo), or None when unknown."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    best: tuple[int, str] | None = None
-    for line in lines:
-        head, sep, tail = line.partition(" - ")
-        fields = head.split()
-        if not sep or len(fields) < 5:
-            continue
-        mount = fields[4].replace("\\040", " ")
-        if path == mount or path.startswith(mount.rstrip("/") + "/"):
-            fstype = tail.split()[0] if tail.split() else ""
-            if best is None or len(mount) > best[0]:
-                best = (len(mount), fstype)
-    return best[1] if best else None
-
 
 def unsupported_reason(root: str) -> str | None:
     """Why the index cannot promise read-your-writes for this workspace, or None when it can."""
     if not sys.platform.startswith("linux"):
         return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
-    fstype = filesystem_type(os.path.realpath(root))
-    if fstype is not None and (fstype in REMOTE_FILESYSTEMS or fstype.startswith("fuse.")):
+    fstype = mounts.filesystem_type(os.path.realpath(root))
+    if fstype is not None and mounts.remote(fstype):
         return f"{root} is on a {fstype} filesystem, whose changes made elsewhere raise no inotify event"
     return None
 
 
 class IndexManager:
-    def __init__(self, *, mode: str, index_dir: str, grep_lister: GrepLister) -> None:
+    def __init__(self, *, mode: str, index_dir: str, grep_lister: GrepLister, max_bytes: int | None = None) -> None:
         assert mode in INDEX_MODES
         self.mode = mode
         self.index_dir = index_dir
+        self.max_bytes = max_bytes  # the cache's bound (indexMaxBytes)
         self._lister = grep_lister
         self._workspace: Workspace | None = None  # made when its build starts (SQLite and inotify load then)
         self._root: str | None = None  # the workspace directory
@@ -124,6 +100,7 @@ class IndexManager:
             index_dir=self.index_dir,
             grep_lister=self._lister,
             wait_for_build=self.mode == "on",
+            max_bytes=self.max_bytes,
             on_failure=self._failed,
         )
         self._workspace.start()
@@ -182,7 +159,7 @@ class IndexManager:
                 files = await ws.glob(cwd, path, pattern, deny)
             except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
                 log.exception("workspace index: glob %r in %s failed; walking", pattern, cwd)
-                ws.fail(f"glob failed: {exc}")
+                ws.fail(f"glob failed: {exc}", exc)
         self._count("glob", files is not None)
         return files
 
@@ -196,7 +173,7 @@ class IndexManager:
                 files = await ws.grep(cwd, path, pattern, include, deny)
             except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
                 log.exception("workspace index: grep %r in %s failed; walking", pattern, cwd)
-                ws.fail(f"grep failed: {exc}")
+                ws.fail(f"grep failed: {exc}", exc)
         self._count("grep", files is not None)
         return files
 

@@ -119,7 +119,10 @@ class Planner:
     ) -> GrepFiles | None:
         """The files ripgrep reads for this grep under `root`, or None: walk."""
         under = root.start
+        # Files changed since indexed, and files with other names (a write through one raises no event
+        # for the others): read and judged now, never answered from the index.
         changed = [p for p in fresh.changed if p.startswith(under)]
+        changed += [p for p in fresh.linked if p.startswith(under) and p not in fresh.changed]
         if len(changed) > MAX_CHANGED_READ:
             return None
         low, high = prefix_range(under)
@@ -134,7 +137,7 @@ class Planner:
         found = [hit for part in parts for hit in part[1]]
         members = set().union(*(part[2] for part in parts))
         members |= {p for p in changed if p in fresh.grep_new}
-        chosen = {p: kind for p, kind in found if p not in fresh.changed}
+        chosen = {p: kind for p, kind in found if p not in fresh.changed and p not in fresh.linked}
         for p, kind in await asyncio.to_thread(judged, fresh.root, [p for p in changed if p in members], grep.query):
             chosen[p] = kind
         if total and len(chosen) > MAX_CANDIDATE_SHARE * total:

@@ -38,23 +38,50 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from dsh_search.index.files import OPAQUE, TEXT, Signature, Text
 from dsh_search.index.query.plan import Need, grams_of, holders
 
 SCHEMA_VERSION = 3
 
+# The files of a shard as this daemon left them: (st_dev, st_ino, size, mtime_ns) of the database and of its
+# write-ahead log (None: no such file). A write by another process changes the mtime (ctime would be
+# stronger, but SQLite itself changes it without writing: running as root, it chowns files it opens).
+FileState = tuple[int, int, int, int] | None
+IDLE, WRITING, COMMITTING = 0, 1, 2
+
+
+def file_state(path: str) -> FileState:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _connect(path: str, mode: str) -> sqlite3.Connection:
+    """A connection that maps nothing another process could truncate under it: the `unix-excl` VFS keeps
+    WAL's shared-memory index in this process's heap (no `-shm` file; connections of this process share
+    it, and the file lock keeps other processes out), and `mmap_size = 0` reads the database with read()."""
+    uri = f"file:{urllib.parse.quote(path)}?mode={mode}&vfs=unix-excl"
+    db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA mmap_size = 0")
+    db.execute("PRAGMA busy_timeout = 5000")
+    return db
+
 
 class Shard:
-    def __init__(self, path: str, *, writable: bool) -> None:
+    def __init__(self, path: str, *, writable: bool, on_write: Callable[[Shard], None] | None = None) -> None:
         self.path = path
         self.writable = writable
-        uri = f"file:{path}?mode={'rwc' if writable else 'ro'}"
-        self.db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        self._on_write = on_write  # told after each commit, on the writing thread (sets.py records the state)
+        self.db = _connect(path, "rwc" if writable else "ro")
         self.lock = threading.Lock()  # one statement at a time on this connection
-        self.db.execute("PRAGMA busy_timeout = 5000")
+        self._state_lock = threading.Lock()
+        self._phase = IDLE
         if writable:
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
@@ -85,13 +112,34 @@ class Shard:
             raise sqlite3.DatabaseError(f"{path}: not a content index of schema {SCHEMA_VERSION}")
         self.identity = _identity(path)  # the file opened: a shard replaced or deleted is no longer intact
         # Searches read through a connection of their own: in WAL mode they never wait for the writer.
-        self.reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
-        self.reader.execute("PRAGMA busy_timeout = 5000")
+        self.reader = _connect(path, "ro")
         self.read_lock = threading.Lock()
+        self.expected = self.state()  # what the files are as this daemon left them
+
+    def state(self) -> tuple[FileState, FileState]:
+        """The database's and the write-ahead log's file state now."""
+        return file_state(self.path), file_state(self.path + "-wal")
 
     def intact(self) -> bool:
-        """Whether the file this shard opened is still there under its name (not deleted or replaced)."""
-        return _identity(self.path) == self.identity
+        """Whether the shard's files are as this daemon left them: not deleted, replaced, truncated or
+        written by anyone else. While this daemon writes, the log is its own to change (and, while it
+        commits, the database too): then only that the database is still the file opened is checked."""
+        with self._state_lock:
+            phase, (db, wal) = self._phase, self.expected
+        now_db, now_wal = self.state()
+        if phase == COMMITTING or now_db is None or db is None:
+            return _identity(self.path) == self.identity
+        if phase == WRITING:
+            return now_db == db
+        return now_db == db and now_wal == wal
+
+    def _phase_to(self, phase: int) -> None:
+        with self._state_lock:
+            self._phase = phase
+            if phase != COMMITTING:
+                self.expected = self.state()
+        if phase != COMMITTING and self._on_write is not None:
+            self._on_write(self)
 
     def close(self) -> None:
         with self.read_lock:
@@ -231,6 +279,9 @@ class Batch:
     def __enter__(self) -> Batch:
         self._shard.lock.acquire()
         try:
+            if not self._shard.intact():
+                raise Tampered(f"{self._shard.path} was changed by another process")
+            self._shard._phase_to(WRITING)
             self._db.execute("BEGIN")
             self._docs = int(self._db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()[0])
         except BaseException:
@@ -245,12 +296,17 @@ class Batch:
             else:
                 self._db.execute("ROLLBACK")
         finally:
-            self._shard.lock.release()
+            try:
+                self._shard._phase_to(IDLE)
+            finally:
+                self._shard.lock.release()
 
     def _commit(self) -> None:
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'docs'", (self._docs,))
         self._db.execute("UPDATE meta SET value = value + ? WHERE key = 'garbage'", (self._garbage,))
+        self._shard._phase_to(COMMITTING)  # a commit may checkpoint: the database file changes too
         self._db.execute("COMMIT")
+        self._shard._phase_to(WRITING)
         self._garbage = self._pending = 0
 
     def _forget_docs(self, path: bytes) -> None:
@@ -353,6 +409,21 @@ class Indexed:
         if self._rows and self._rows[0][0] == path:
             return Signature(*self._rows.popleft()[1:])
         return None
+
+
+class Tampered(sqlite3.DatabaseError):
+    """A shard's files were changed by another process: what is read from them can no longer be trusted."""
+
+
+def held_elsewhere(exc: BaseException) -> bool:
+    """Whether opening a shard failed because another process holds it (SQLite's lock)."""
+    return isinstance(exc, sqlite3.Error) and getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED")
+
+
+def storage_fault(exc: BaseException) -> bool:
+    """Whether an error came from the shards' storage (corrupt, truncated, full, read-only, tampered with):
+    then the set is not used again."""
+    return isinstance(exc, sqlite3.Error)
 
 
 def match(need: Need) -> str:

@@ -13,10 +13,14 @@ OFF, BUILDING, READY, FAILED = "off", "building", "ready", "failed"
 # Every state, with what it means for a search. The wire's enum and its description come from here.
 STATES: dict[str, str] = {
     OFF: "no index: searches walk the tree",
-    BUILDING: "the first build runs: searches walk the tree until it is ready",
-    READY: "searches the index can answer exactly are answered from it; the others walk",
+    BUILDING: "the first build runs: searches walk the tree until it is ready (with index on, they wait for it)",
+    READY: "searches the index can answer exactly are answered from it; those that reach a part in doubt "
+    "(inDoubt) walk",
     FAILED: "the index failed (its reason says why): searches walk, and it is built afresh after a pause",
 }
+
+
+DOUBTS_LISTED = 20
 
 
 class Status(NamedTuple):
@@ -35,5 +39,8 @@ class Status(NamedTuple):
     rescans: int | None = None  # full listings after lost events
     rebuilds: int | None = None  # content rebuilds (most documents were old versions)
     reason: str | None = None  # why it is off or failed
+    in_doubt: list[tuple[str, str, str]] | None = None  # (path relative to root, why, the tools it bears on)
+    in_doubt_count: int | None = None  # parts in doubt in all (in_doubt lists the first DOUBTS_LISTED)
+    evicted: list[tuple[str, int]] | None = None  # other workspaces' indexes removed to keep the cache bound
     answered: dict[str, int] | None = None  # searches answered from the index, by tool
     walked: int | None = None  # searches that walked

@@ -5,58 +5,111 @@ with the VCS directories left out — so the index walks for glob itself (`scand
 types for free and the mtimes for one stat each) instead of asking ripgrep. Each directory is watched
 *before* it is listed, so nothing created meanwhile is missed: its event is queued.
 
+What the walk cannot see completely it does not pretend to: a directory it cannot watch (no
+permission, a name longer than the kernel takes, no watch left) or cannot list, or in which an entry
+cannot be looked at, is *in doubt* (`Walked.doubts`, with the reason) and is not descended into —
+searches that reach it walk, and ripgrep reports it as it does. A file with more than one hard link
+(`Walked.linked`) can change through a name no watch sees. Rule files that inotify cannot follow
+(`Walked.rules`: ignore files that are symbolic links, `.git` files, repositories' exclude files) are
+handed to rules.py to be checked by `stat`.
+
 Rules of this module: a walk is pure work on a thread (inputs in, a `Walked` out); it changes nothing
 but the watcher's set of watches.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from typing import NamedTuple
 
 from dsh_search.index.globlist import entry_key
-from dsh_search.index.watch import Watcher
+from dsh_search.index.rules import RULE_FILES, git_dir_excludes
+from dsh_search.index.watch import UNREADABLE, Unwatchable, Watcher, WatchLimit
 
 VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))  # never listed by glob
-RULE_FILES = frozenset((b".gitignore", b".ignore", b".rgignore"))  # ignore files grep's walk reads
+RULE_NAMES = frozenset(os.fsencode(name) for name in RULE_FILES)  # ignore files grep's walk reads
+
+WATCH_LIMIT = "no inotify watch left (raise fs.inotify.max_user_watches)"
 
 
 class Walked(NamedTuple):
     files: list[bytes]  # globlist.entry_key(mtime, path relative to the workspace) of each file
-    unreadable: set[bytes]  # directories that could not be listed
+    doubts: dict[bytes, str]  # directories the walk could not see completely → why
+    linked: set[bytes]  # files with more than one hard link
+    rules: set[str]  # rule files to check by stat (absolute paths)
+
+
+def _doubt(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return UNREADABLE
+    if exc.errno == errno.ENAMETOOLONG:
+        return "its name is longer than the kernel takes (PATH_MAX)"
+    return f"could not be listed ({os.strerror(exc.errno or 0) or exc})"
+
+
+def watch_vcs(root: bytes, watcher: Watcher, git: bytes, rules: set[str]) -> None:
+    """A repository's `.git` directory: watched (not listed), with its `info` directory, for `exclude`;
+    the exclude file itself checked by stat too (it may be a symbolic link)."""
+    absolute = os.path.join(root, git)
+    try:
+        watcher.watch(git)
+        if os.path.isdir(os.path.join(absolute, b"info")):
+            watcher.watch(git + b"/info")
+    except (Unwatchable, WatchLimit):
+        pass  # its rules are still checked by stat, below
+    rules.add(os.fsdecode(os.path.join(absolute, b"info", b"exclude")))
 
 
 def walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
-    """Watch and list every directory from `start` down (relative to root), as glob sees the tree
-    (a repository's `.git` and `.git/info` are watched, not listed, for its `exclude` file)."""
+    """Watch and list every directory from `start` down (relative to root), as glob sees the tree."""
     files: list[bytes] = []
-    unreadable: set[bytes] = set()
+    doubts: dict[bytes, str] = {}
+    linked: set[bytes] = set()
+    rules: set[str] = set()
     todo = [start]
     while todo:
         directory = todo.pop()
-        if not watcher.watch(directory):
-            continue  # gone already: its own event follows
+        try:
+            if not watcher.watch(directory):
+                continue  # gone already: its own event follows
+        except Unwatchable as exc:
+            doubts[directory] = str(exc)
+            continue
+        except WatchLimit:
+            doubts[directory] = WATCH_LIMIT
+            continue
         absolute = os.path.join(root, directory) if directory else root
         try:
             with os.scandir(absolute) as listing:
                 entries = list(listing)
-        except OSError:
-            unreadable.add(directory)
+        except OSError as exc:
+            doubts[directory] = _doubt(exc)
             continue
         for entry in entries:
             name = entry.name
             rel = directory + b"/" + name if directory else name
             try:
                 if name in VCS_NAMES:
-                    if name == b".git" and entry.is_dir(follow_symlinks=False):
-                        watcher.watch(rel)
-                        if os.path.isdir(os.path.join(entry.path, b"info")):
-                            watcher.watch(rel + b"/info")
+                    if name == b".git":
+                        if entry.is_dir(follow_symlinks=False):
+                            watch_vcs(root, watcher, rel, rules)
+                        else:
+                            rules.add(os.fsdecode(entry.path))
+                            rules.update(git_dir_excludes(os.fsdecode(entry.path)))
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(rel)
-                elif entry.is_file(follow_symlinks=False):
-                    files.append(entry_key(entry.stat(follow_symlinks=False).st_mtime_ns, rel))
-            except OSError:
-                continue  # vanished while listed
-    return Walked(files, unreadable)
+                    continue
+                if name in RULE_NAMES and entry.is_symlink():
+                    rules.add(os.fsdecode(entry.path))
+                if entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    files.append(entry_key(st.st_mtime_ns, rel))
+                    if st.st_nlink > 1:
+                        linked.add(rel)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    continue  # vanished while listed: its own event follows
+                doubts[directory] = _doubt(exc)  # an entry that cannot be looked at: ripgrep may say so
+    return Walked(files, doubts, linked, rules)

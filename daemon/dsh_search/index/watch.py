@@ -1,16 +1,34 @@
-"""File-change events for the workspace index: inotify (Linux), one watch per directory.
+"""File-change events for the workspace index: inotify (Linux), one watch per directory. The only module
+that uses inotify.
 
 Read-your-writes rests on when the kernel queues events: inotify queues a modification, a creation, a
 rename or a close-after-write while the writing call runs, before it returns to the writer. So a file
 written and closed before a request was sent has its events in the queue by the time the request is
 read, and `drain` — a non-blocking read of everything queued, called before a search is answered —
-sees them. The index trusts nothing else: what inotify cannot see (writes through a memory map, or a
-network filesystem's remote changes) it cannot promise to see either (docs/behaviour.md, "The
-workspace index").
+sees them. What inotify cannot see at all (writes through a memory map, a network filesystem's remote
+changes, a write through a hard link's other name) the freshness bookkeeping detects another way or
+treats as in doubt (freshness.py).
 
-Events come out as `Event(path, kind, is_dir)` with the path relative to the workspace root (bytes). A queue
-overflow (`OVERFLOW`) means events were lost: everything is in doubt. A watch that cannot be added
-(the user's watch limit, `fs.inotify.max_user_watches`) raises `WatchLimit`.
+**Events are hints, not deltas.** `drain` turns what the kernel says into `Event(path, kind)`: a file
+`NEW` (created or moved in), `CHANGED` (written, closed after writing, metadata) or `GONE` (deleted or
+moved away); a `DIRECTORY` to look at again — whatever happened to it: created, deleted, moved in or
+out, renamed over another, exchanged with another (`renameat2(RENAME_EXCHANGE)`), its permissions
+changed, a filesystem mounted on it or unmounted from it (`IN_UNMOUNT`), its watch dropped
+(`IN_IGNORED`), itself moved or deleted (`IN_MOVE_SELF`, `IN_DELETE_SELF`). The caller re-reads the disk
+for each path, so the order of events and the pairing of a rename's two halves by cookie do not
+matter: an unpaired half is a path that left or arrived, a pair is both. `ROOT`: the workspace root
+itself was moved, deleted or unmounted — everything must be looked at again. `OVERFLOW`: events were
+lost — likewise.
+
+**Watches by inode, names by path.** The kernel watches inodes: the same directory reached by two
+names (a bind mount inside the workspace) is one watch, and its events are reported under every name
+(`paths`); a directory moved is the same watch under a new name, its old name dropped once it no longer
+leads to that inode.
+
+A watch that cannot be added for lack of watches (`fs.inotify.max_user_watches`) raises `WatchLimit`; one
+that cannot be added for another reason (no permission, a name longer than the kernel takes) raises
+`Unwatchable`, with the reason; a directory that is no longer there answers False. An inotify instance
+that cannot be made raises `WatchLimit` naming the limit (`fs.inotify.max_user_instances`).
 """
 
 from __future__ import annotations
@@ -22,7 +40,7 @@ from typing import NamedTuple
 
 from inotify_simple import INotify, flags
 
-NEW, CHANGED, DIRECTORY, GONE, OVERFLOW = "new", "changed", "directory", "gone", "overflow"
+NEW, CHANGED, GONE, DIRECTORY, ROOT, OVERFLOW = "new", "changed", "gone", "directory", "root", "overflow"
 
 _MASK = (
     flags.CREATE
@@ -38,27 +56,49 @@ _MASK = (
     | flags.DONT_FOLLOW
 )
 _GONE = flags.DELETE | flags.MOVED_FROM
-_ARRIVED = _ARRIVED_DIR = flags.CREATE | flags.MOVED_TO
+_ARRIVED = flags.CREATE | flags.MOVED_TO
+_SELF = flags.DELETE_SELF | flags.MOVE_SELF | flags.UNMOUNT
 
 
 class Event(NamedTuple):
     path: bytes  # relative to the workspace root; b"" for the root itself
-    kind: str  # NEW: a file was created or moved in; CHANGED: a file was written or its metadata changed;
-    #            DIRECTORY: a directory arrived or its metadata changed (look at it again); GONE: the
-    #            path was deleted or moved away; OVERFLOW: events were lost
-    is_dir: bool = False  # GONE: it was a directory
+    kind: str  # NEW, CHANGED, GONE (files); DIRECTORY (look again); ROOT, OVERFLOW (look at everything)
 
 
 class WatchLimit(Exception):
-    """No more inotify watches may be added (ENOSPC: the user's fs.inotify.max_user_watches)."""
+    """No more inotify watches (ENOSPC: fs.inotify.max_user_watches) or instances may be made."""
+
+
+class Unwatchable(Exception):
+    """A directory that cannot be watched for a reason of its own (the message says which)."""
+
+
+UNREADABLE = "unreadable (permission denied)"
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return UNREADABLE
+    if exc.errno == errno.ENAMETOOLONG:
+        return "its name is longer than the kernel takes (PATH_MAX)"
+    return f"cannot be watched ({os.strerror(exc.errno or 0) or exc})"
 
 
 class Watcher:
     def __init__(self, root: bytes) -> None:
         self.root = root
-        self._inotify = INotify(nonblocking=True)
-        self._dir_of: dict[int, bytes] = {}  # watch descriptor → directory, relative to the root
-        self._wd_of: dict[bytes, int] = {}
+        try:
+            self._inotify = INotify(nonblocking=True)
+        except OSError as exc:
+            if exc.errno == errno.EMFILE:
+                raise WatchLimit(
+                    "no inotify instance may be made (fs.inotify.max_user_instances reached, or the process "
+                    "has no file descriptor left)"
+                ) from None
+            raise WatchLimit(f"no inotify instance may be made: {exc.strerror or exc}") from None
+        self._paths: dict[int, set[bytes]] = {}  # watch descriptor → the names of its directory
+        self._wd: dict[bytes, int] = {}  # a directory's name → its watch descriptor
+        self._inode: dict[int, tuple[int, int]] = {}  # watch descriptor → (st_dev, st_ino) when added
         self.changes = 0  # counts changes to the set of watched directories
 
     def fileno(self) -> int:
@@ -66,44 +106,76 @@ class Watcher:
         return fd
 
     def __len__(self) -> int:
-        return len(self._wd_of)
+        return len(self._paths)
 
     def directories(self) -> list[bytes]:
-        """Every directory watched now, relative to the root (b"": the root)."""
-        return list(self._wd_of)
+        """Every directory name watched now, relative to the root (b"": the root)."""
+        return list(self._wd)
+
+    def watching(self, directory: bytes) -> bool:
+        return directory in self._wd
 
     def close(self) -> None:
         self._inotify.close()
 
+    def _absolute(self, directory: bytes) -> bytes:
+        return os.path.join(self.root, directory) if directory else self.root
+
     def watch(self, directory: bytes) -> bool:
         """Watch a directory (relative to the root); call before listing it, so nothing is missed. False
         when it is no longer there (or no longer a directory): its own event says so."""
-        path = os.path.join(self.root, directory) if directory else self.root
+        path = self._absolute(directory)
         try:
             wd = self._inotify.add_watch(path, _MASK)
+            st = os.stat(path, follow_symlinks=False)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise WatchLimit(f"inotify watch limit reached at {len(self)} directories") from None
-            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                 return False
-            raise
-        old = self._dir_of.get(wd)
-        if old is not None and old != directory:  # the same directory under a new name (moved)
-            self._wd_of.pop(old, None)
-        self._dir_of[wd] = directory
-        self._wd_of[directory] = wd
+            raise Unwatchable(_reason(exc)) from None
+        old = self._wd.get(directory)
+        if old is not None and old != wd:
+            self._drop_name(directory)  # this name leads to another directory now
+        names = self._paths.setdefault(wd, set())
+        inode = (st.st_dev, st.st_ino)
+        for other in [n for n in names if n != directory]:
+            if not self._same_inode(other, inode):
+                self._drop_name(other, remove=False)  # moved: the old name leads elsewhere or nowhere
+        names = self._paths.setdefault(wd, set())
+        names.add(directory)
+        self._wd[directory] = wd
+        self._inode[wd] = inode
         self.changes += 1
         return True
 
-    def forget(self, directory: bytes) -> None:
-        """Stop watching a directory and everything below it (moved away or deleted)."""
-        prefix = directory + b"/" if directory else b""
+    def _same_inode(self, directory: bytes, inode: tuple[int, int]) -> bool:
+        try:
+            st = os.stat(self._absolute(directory), follow_symlinks=False)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == inode
+
+    def _drop_name(self, directory: bytes, remove: bool = True) -> None:
+        wd = self._wd.pop(directory, None)
+        if wd is None:
+            return
+        names = self._paths.get(wd)
+        if names is not None:
+            names.discard(directory)
+            if not names:
+                del self._paths[wd]
+                self._inode.pop(wd, None)
+                if remove:
+                    with contextlib.suppress(OSError):  # the kernel dropped it already (the directory is gone)
+                        self._inotify.rm_watch(wd)
         self.changes += 1
-        for name in [d for d in self._wd_of if d == directory or d.startswith(prefix)]:
-            wd = self._wd_of.pop(name)
-            self._dir_of.pop(wd, None)
-            with contextlib.suppress(OSError):  # the kernel dropped it already (the directory is gone)
-                self._inotify.rm_watch(wd)
+
+    def forget(self, directory: bytes) -> None:
+        """Stop watching a directory name and every name below it (gone, or to be watched again)."""
+        prefix = directory + b"/" if directory else b""
+        for name in [d for d in self._wd if d == directory or d.startswith(prefix)]:
+            self._drop_name(name)
 
     def drain(self) -> list[Event]:
         """Every event queued now, without waiting."""
@@ -116,28 +188,30 @@ class Watcher:
                 if mask & flags.Q_OVERFLOW:
                     out.append(Event(b"", OVERFLOW))
                     continue
-                if mask & flags.IGNORED:
-                    directory = self._dir_of.pop(wd, None)
-                    if directory is not None and self._wd_of.get(directory) == wd:
-                        del self._wd_of[directory]
-                        self.changes += 1
+                names = self._paths.get(wd)
+                if not names:
+                    continue  # a watch already dropped
+                if mask & flags.IGNORED:  # the kernel dropped the watch: look at its names again
+                    for directory in sorted(names):
+                        out.append(Event(directory, ROOT if directory == b"" else DIRECTORY))
+                        self._wd.pop(directory, None)
+                    del self._paths[wd]
+                    self._inode.pop(wd, None)
+                    self.changes += 1
                     continue
-                directory = self._dir_of.get(wd)
-                if directory is None:
-                    continue
-                if not name:  # about the watched directory itself
-                    if mask & (flags.DELETE_SELF | flags.MOVE_SELF):
-                        out.append(Event(directory, GONE, True))
+                if not name or mask & flags.UNMOUNT:  # about the watched directory itself
+                    if mask & (_SELF | flags.ATTRIB):
+                        for directory in sorted(names):
+                            out.append(Event(directory, ROOT if directory == b"" else DIRECTORY))
                     continue
                 raw = os.fsencode(name)
-                path = directory + b"/" + raw if directory else raw
-                is_dir = bool(mask & flags.ISDIR)
-                if mask & _GONE:
-                    out.append(Event(path, GONE, is_dir))
-                elif is_dir:
-                    if mask & (_ARRIVED_DIR | flags.ATTRIB):  # arrived, or its permissions changed
-                        out.append(Event(path, DIRECTORY, True))
-                elif mask & _ARRIVED:
-                    out.append(Event(path, NEW))
-                else:
-                    out.append(Event(path, CHANGED))
+                for directory in sorted(names):
+                    path = directory + b"/" + raw if directory else raw
+                    if mask & flags.ISDIR:
+                        out.append(Event(path, DIRECTORY))
+                    elif mask & _GONE:
+                        out.append(Event(path, GONE))
+                    elif mask & _ARRIVED:
+                        out.append(Event(path, NEW))
+                    else:
+                        out.append(Event(path, CHANGED))

@@ -4,20 +4,25 @@ says None (walk) whenever it cannot be sure.
 
 Its life:
 
-1. **The first build** (`start`): watch and walk the tree for glob (walk.py), ask ripgrep for grep's list
-   (lister.py), merge that list into the content index on disk (builder.py, into a shard set of its own:
-   sets.py). Until it is done, searches walk.
-2. **Every answer** first drains every event inotify has queued (watch.py) into the bookkeeping
-   (freshness.py): a file written before a request is seen by that request. Then glob answers from
-   glob's list in memory; grep from the planner (planner.py), which looks up candidates and reads the
-   changed files itself. The answers are spelled as ripgrep prints them (answers.py).
-3. **In the background**, a moment after events stop (`MAINTAIN_AFTER_S`): everything listed again after
-   lost events, grep's list asked again when in doubt, changed files indexed again, glob's list
+1. **The first build** (`start`): watch and walk the tree for glob (walk.py), note the mounts under it
+   (mounts.py) and the rule files no watch covers (rules.py), ask ripgrep for grep's list (lister.py),
+   merge that list into the content index on disk (builder.py, into a shard set of its own that it can
+   trust: sets.py). Until it is done, searches walk.
+2. **Every answer** first checks that the index's files are as this daemon left them, that the root is
+   still the directory watched and whether the mount table changed, then drains every event inotify has
+   queued (watch.py) into the bookkeeping (freshness.py): a file written before a request is seen by
+   that request. A search that reaches a part in doubt walks. Then glob answers from glob's list in
+   memory; grep from the planner (planner.py), which looks up candidates and reads the changed and
+   hard-linked files itself. The answers are spelled as ripgrep prints them (answers.py).
+3. **In the background**, a moment after events stop (`MAINTAIN_AFTER_S`): everything listed again when
+   it is all in doubt, grep's list asked again when it is, changed files indexed again, glob's list
    compacted, and the content index rebuilt into a fresh set once most of it is old versions of files.
 
-Any exception inside the index fails it (`fail`): searches walk, and the manager builds it afresh after
-a pause. Everything here runs on the event loop; the builder's threads do pure work on what they are
-given and hand the result back, which is applied here.
+An exception inside the index fails it (`fail`): searches walk, and the manager builds it afresh after
+a pause; when the fault is the storage's (a shard corrupt, truncated, tampered with, the disk full), its
+set is set aside and never used again. Nothing raised while events are read escapes: it puts everything
+in doubt until it is all listed again. Everything here runs on the event loop; the builder's threads do
+pure work on what they are given and hand the result back, which is applied here.
 """
 
 from __future__ import annotations
@@ -32,14 +37,17 @@ from dataclasses import dataclass
 
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobFiles, GrepFiles
-from dsh_search.index import answers, builder, lister
+from dsh_search.index import answers, builder, lister, sets
+from dsh_search.index import mounts as mount_table
 from dsh_search.index.builder import Builder
 from dsh_search.index.freshness import Freshness
 from dsh_search.index.globlist import GlobList, Matcher, Unsupported, glob_regex
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.planner import Planner, analyse
+from dsh_search.index.rules import RuleFiles
 from dsh_search.index.sets import ShardSet, disk_bytes, workspace_dir
-from dsh_search.index.status import BUILDING, FAILED, OFF, READY, Status
+from dsh_search.index.shards import storage_fault
+from dsh_search.index.status import BUILDING, DOUBTS_LISTED, FAILED, OFF, READY, Status
 from dsh_search.index.walk import walk
 from dsh_search.index.watch import Watcher, WatchLimit
 
@@ -55,12 +63,10 @@ PROGRESS_EVERY_S = 10.0  # a log line this often while the first build reads fil
 class _Counts:
     """What `status` reports of the index's size and history."""
 
-    files: int = 0
     grep_files: int = 0
     bytes: int = 0
     built_in_ms: int | None = None
     index_bytes: int | None = None
-    watches: int | None = None
     rescans: int | None = None
     rebuilds: int | None = None
 
@@ -76,14 +82,17 @@ class Workspace:
         grep_lister: GrepLister,
         wait_for_build: bool = False,
         shards: int = 2,
+        max_bytes: int | None = None,
         on_failure: Callable[[Workspace], None] | None = None,
     ) -> None:
         self.root = root
         self.root_b = os.fsencode(root)
         self.real_root = os.path.realpath(root)
+        self.index_dir = index_dir
         self.dir = workspace_dir(index_dir, self.real_root)
         self._lister = grep_lister
         self._wait_for_build = wait_for_build
+        self._max_bytes = max_bytes  # the cache's bound (indexMaxBytes); None: unbounded
         self._on_failure = on_failure  # told once, when the index fails
         self._shard_count = max(1, shards)
         self.state = OFF
@@ -105,6 +114,7 @@ class Workspace:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading_events = False
         self.counts = _Counts()
+        self.evicted: list[sets.Evicted] = []
 
     # --- life ------------------------------------------------------------------------------------------
 
@@ -125,32 +135,39 @@ class Workspace:
         self._events(False)
         if self._watcher is not None:
             self._watcher.close()
+        if self._fresh is not None:
+            self._fresh.close()
         self._builder.close()
         if self._set is not None:
             self._set.close()
 
     def status(self, mode: str) -> Status:
-        counts = self.counts
+        counts, fresh = self.counts, self._fresh
+        doubts = fresh.doubt_list() if fresh is not None else []
         return Status(
             state=self.state,
             mode=mode,
             root=self.root,
-            files=counts.files,
+            files=len(fresh.files) if fresh is not None else 0,
             bytes=counts.bytes,
             grep_files=counts.grep_files,
             dir=self.dir,
-            changed=len(self._fresh.changed) if self._fresh is not None else 0,
+            changed=len(fresh.changed) if fresh is not None else 0,
             indexed=sum(self._progress) if self.state == BUILDING else None,
             built_in_ms=counts.built_in_ms,
             index_bytes=counts.index_bytes,
-            watches=counts.watches,
+            watches=len(self._watcher) if self._watcher is not None and fresh is not None else None,
             rescans=counts.rescans,
             rebuilds=counts.rebuilds,
             reason=self.reason,
+            in_doubt=[(os.fsdecode(p), r, tools) for p, r, tools in doubts[:DOUBTS_LISTED]] or None,
+            in_doubt_count=len(doubts) or None,
+            evicted=[(e.directory, e.bytes) for e in self.evicted] or None,
         )
 
-    def fail(self, reason: str) -> None:
-        """Stop answering (searches walk); the manager builds a fresh index after a pause."""
+    def fail(self, reason: str, fault: BaseException | None = None, *, set_at_fault: bool = False) -> None:
+        """Stop answering (searches walk); the manager builds a fresh index after a pause. A fault of the
+        storage (or one of the set's, `set_at_fault`) sets the shard set aside: it is never used again."""
         if self.state == FAILED:
             return
         self.state = FAILED
@@ -158,20 +175,37 @@ class Workspace:
         self._ready.set()
         self._events(False)
         log.warning("workspace index of %s: %s; searches walk the tree", self.root, reason)
+        if (set_at_fault or (fault is not None and storage_fault(fault))) and self._set is not None:
+            shard_set, self._set = self._set, None
+            with contextlib.suppress(Exception):
+                shard_set.discard()
         if self._on_failure is not None:
             self._on_failure(self)
 
-    async def _usable(self) -> Freshness | None:
-        """The bookkeeping, drained, when the index may answer at all now; None when it may not."""
+    async def _usable(self, tool: str) -> Freshness | None:
+        """The bookkeeping, checked and drained, when the index may answer a search of `tool` ("glob" or
+        "grep") at all now; None when not."""
         if self.state == BUILDING and self._wait_for_build:
             await self._ready.wait()
-        if self.state != READY or self._set is None:
+        fresh, shard_set = self._fresh, self._set
+        if self.state != READY or shard_set is None or fresh is None:
             return None
-        if not self._set.intact():
-            self.fail("its files were deleted or replaced")  # built again after a pause
+        if not shard_set.intact():
+            self.fail("its files were changed, replaced or deleted by another process", set_at_fault=True)
             return None
+        try:
+            fresh.check()
+            if tool == "grep":
+                fresh.check_rules()
+        except Exception as exc:  # a bug or an OS error must cost speed, never an answer
+            log.debug("workspace index check failed", exc_info=True)
+            fresh.doubt_everything(f"checking the workspace failed: {exc}")
         self._drain()
-        return self._fresh if self.state == READY else None
+        if self.state != READY:
+            return None
+        if fresh.pending():
+            self._schedule()
+        return fresh
 
     def _events(self, on: bool) -> None:
         """Read inotify whenever it has something (on), or leave events queued in the kernel (off: while a
@@ -186,23 +220,22 @@ class Workspace:
         self._reading_events = on
 
     def _drain(self) -> None:
-        """Apply every event queued so far (before each answer, and whenever events arrive)."""
+        """Apply every event queued so far (before each answer, and whenever events arrive). Nothing raised
+        here leaves it: an error puts everything in doubt until it is all listed again."""
         fresh = self._fresh
         if not self._reading_events or self._watcher is None or fresh is None:
             return
         try:
             events = self._watcher.drain()
-        except OSError as exc:
-            self.fail(f"reading file events failed: {exc}")
-            return
-        if not events:
-            return
-        try:
-            for event in events:
-                fresh.apply(event)
-        except WatchLimit as exc:
-            self.fail(f"{exc} (raise fs.inotify.max_user_watches to index this workspace)")
-            return
+            if not events:
+                return
+            fresh.apply(events)
+        except Exception as exc:
+            log.warning(
+                "workspace index of %s: reading file events failed (%s); listing everything again", self.root, exc
+            )
+            log.debug("reading file events failed", exc_info=True)
+            fresh.doubt_everything(f"reading file events failed: {exc}")
         self._schedule()
 
     # --- the first build -------------------------------------------------------------------------------
@@ -211,46 +244,51 @@ class Workspace:
         started = time.monotonic()
         try:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            sets.touch_used(self.dir)
             watcher = self._watcher = Watcher(self.root_b)
+            mount_watch = mount_table.MountWatch()
+            mount_watch.changed()  # armed before the table is read: a change from now on is seen
+            table = mount_table.read()
+            mounts = mount_table.under(self.real_root, table) if table is not None else None
             walked = await asyncio.to_thread(walk, self.root_b, watcher, b"")
-            unreadable = walked.unreadable
+            rules = RuleFiles(self.real_root, self._lister.environment)
+            rules.add_inside(walked.rules)  # their state as ripgrep is about to read them
             # The snapshot takes the walk's list over (and empties it) before grep's list is made: the two
             # are never in memory at full size together.
             files = await asyncio.to_thread(GlobList.from_keys, walked.files)
-            del walked
-            listed, problems = await self._lister(self.root, [], None)
-            grep_count, grep_dirs = await asyncio.to_thread(lister.facts, listed)
+            listing = await self._lister(self.root, [], None)
+            grep_count, grep_dirs = await asyncio.to_thread(lister.facts, listing.paths)
             self.counts.grep_files = grep_count
             shard_set = self._set = await asyncio.to_thread(ShardSet.open, self.dir, self._shard_count)
             reporter = asyncio.ensure_future(self._report_progress(grep_count))
             try:
-                text_bytes, unsettled = await self._builder.index(shard_set.shards, listed, self._progress)
+                text_bytes, unsettled = await self._builder.index(shard_set.shards, listing.paths, self._progress)
             finally:
                 reporter.cancel()
-            del listed
             self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
             skipped = await asyncio.to_thread(builder.skipped_files, shard_set.shards, files, set())
         except asyncio.CancelledError:
             raise
         except WatchLimit as exc:
-            self.fail(f"{exc} (raise fs.inotify.max_user_watches to index this workspace)")
+            self.fail(str(exc))
             return
         except Exception as exc:
             log.debug("workspace index build failed", exc_info=True)
-            self.fail(f"the build failed: {exc}")
+            self.fail(f"the build failed: {exc}", exc)
             return
-        fresh = self._fresh = Freshness(self.root_b, watcher, files, grep_dirs, unreadable)
+        fresh = self._fresh = Freshness(
+            self.root_b, self.real_root, watcher, walked, files, grep_dirs, rules, mounts, mount_watch
+        )
+        fresh.relisted(fresh.generation, [], grep_dirs, set(), listing)
         fresh.skipped.reset(skipped)
-        fresh.grep_doubt = problems
         for path in unsettled:  # changed while read: a search reads them itself until re-indexed
             fresh.mark_changed(path)
+        del walked, listing
         self.counts = _Counts(
-            files=len(files),
             grep_files=grep_count,
             bytes=text_bytes,
             built_in_ms=round((time.monotonic() - started) * 1000),
             index_bytes=disk_bytes(self.dir),
-            watches=len(watcher),
         )
         self.state = READY
         self._ready.set()
@@ -258,12 +296,17 @@ class Workspace:
         log.info(
             "workspace index of %s ready: %d files, %d read by grep, %d bytes of text, in %.1f s",
             self.root,
-            self.counts.files,
+            len(files),
             self.counts.grep_files,
             self.counts.bytes,
             (self.counts.built_in_ms or 0) / 1000,
         )
         self._drain()
+        if fresh.pending():
+            self._schedule()
+        if self._max_bytes is not None:
+            evicted = await asyncio.to_thread(sets.evict, self.index_dir, self._max_bytes, self.dir)
+            self.evicted += evicted
 
     async def _report_progress(self, total: int) -> None:
         """A log line every PROGRESS_EVERY_S while the first build reads files (`index/status` has the
@@ -287,14 +330,15 @@ class Workspace:
         self._maintaining = asyncio.ensure_future(self._maintain())
 
     async def _maintain(self) -> None:
-        """List everything again after lost events; list grep's files again when in doubt; index changed
-        files again; compact glob's list; rebuild the content index when most of it is garbage."""
+        """List everything again when it is all in doubt; list grep's files again when they are; index
+        changed files again; compact glob's list; rebuild the content index when most of it is garbage."""
         fresh, shard_set = self._fresh, self._set
-        assert fresh is not None and shard_set is not None
+        if fresh is None or shard_set is None or self.state != READY:
+            return
         try:
-            if fresh.glob_doubt:
+            if fresh.glob_doubt is not None and fresh.root_identity is not None:
                 await self._rescan(fresh, shard_set)
-            if fresh.grep_doubt or fresh.unknown:
+            if fresh.grep_stale or fresh.unknown:
                 await self._relist(fresh, shard_set)
             fresh.refresh_stats()  # glob's entries current first: a path leaves `changed` only when both are
             await self._reindex_changed(fresh, shard_set)
@@ -305,43 +349,43 @@ class Workspace:
             raise
         except Exception as exc:
             log.debug("workspace index maintenance failed", exc_info=True)
-            self.fail(f"keeping the index fresh failed: {exc}")
+            self.fail(f"keeping the index fresh failed: {exc}", exc)
         finally:
             if self.state == READY and fresh.pending():
                 self._schedule()
 
     async def _rescan(self, fresh: Freshness, shard_set: ShardSet) -> None:
-        """After lost events: list and stat every file again, and take every indexed file whose signature
-        changed as changed."""
+        """When everything is in doubt: watch and list everything again, and take every indexed file whose
+        signature changed as changed."""
         watcher = fresh.watcher
-        log.info("workspace index of %s: file events were lost; listing everything again", self.root)
+        log.info("workspace index of %s: %s; listing everything again", self.root, fresh.glob_doubt)
         self.counts.rescans = (self.counts.rescans or 0) + 1
         self._events(False)  # the walk adds watches on a thread; events wait in the kernel
         try:
             watcher.drain()  # what is queued predates the walk: the walk sees its result
+            watcher.forget(b"")  # every watch again, on the directories as they are now
             walked = await asyncio.to_thread(walk, self.root_b, watcher, b"")
-            unreadable = walked.unreadable
             files = await asyncio.to_thread(GlobList.from_keys, walked.files)
-            del walked
             stale = await asyncio.to_thread(builder.stale, shard_set.shards, self.root_b)
         finally:
             self._events(True)
-        fresh.rescanned(files, unreadable, stale)
-        self.counts.files = len(files)
+        fresh.rescanned(walked, files, stale)
         self._drain()
 
     async def _relist(self, fresh: Freshness, shard_set: ShardSet) -> None:
         """ripgrep lists grep's files again: new files join, others leave (the content index forgets them)."""
         generation = fresh.generation
-        listed, problems = await self._lister(self.root, [], None)
-        new = await self._builder.relist(shard_set.shards, listed)
+        fresh.rules.refresh()  # the rules as ripgrep is about to read them
+        fresh.grep_stale = False  # what changes from now on asks for another listing
+        listing = await self._lister(self.root, [], None)
+        new = await self._builder.relist(shard_set.shards, listing.paths)
         fresh.skipped.reset(None)  # grep with an include walks until they are listed again, below
         unknown = list(fresh.unknown)
-        grep_count, grep_dirs = await asyncio.to_thread(lister.facts, listed)
-        members = await asyncio.to_thread(lister.members, listed, unknown)
-        del listed
-        fresh.relisted(generation, new, grep_dirs, members, problems)
+        grep_count, grep_dirs = await asyncio.to_thread(lister.facts, listing.paths)
+        members = await asyncio.to_thread(lister.members, listing.paths, unknown)
+        fresh.relisted(generation, new, grep_dirs, members, listing)
         self.counts.grep_files = grep_count
+        del listing
         # Files not in the content index are skipped unless grep reads them (new ones). One that is still
         # unknown counts as skipped until it is settled; one deleted meanwhile may stay. Both only make a
         # grep with an include walk.
@@ -358,6 +402,7 @@ class Workspace:
         self._planner.forget()
         self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
         fresh.reindexed(batch, done)
+        self.counts.grep_files = await asyncio.to_thread(builder.grep_files, shard_set.shards, list(fresh.grep_new))
 
     async def _rebuild_content(self, fresh: Freshness, old: ShardSet) -> None:
         """The content index again, from scratch, in a new set of shards, once most of its documents are
@@ -367,12 +412,12 @@ class Workspace:
         not run while this does: this is maintenance)."""
         log.info("workspace index of %s: rebuilding its content index (most documents are old versions)", self.root)
         generation = fresh.generation
-        listed, problems = await self._lister(self.root, [], None)
+        listing = await self._lister(self.root, [], None)
         new = await asyncio.to_thread(ShardSet.open, self.dir, self._shard_count, fresh=True)
         try:
-            text_bytes, unsettled = await self._builder.index(new.shards, listed)
+            text_bytes, unsettled = await self._builder.index(new.shards, listing.paths)
         except BaseException:
-            new.close()
+            new.remove()
             raise
         self._set = new
         await self._no_searches.wait()  # searches that started with the old set finish with it
@@ -380,8 +425,8 @@ class Workspace:
         self._planner.forget()
         for path in unsettled:
             fresh.mark_changed(path)
-        if fresh.generation != generation or problems:
-            fresh.grep_doubt = True  # what happened meanwhile: ripgrep lists grep's files again
+        if fresh.generation != generation or not listing.clean:
+            fresh.doubt_grep("files changed while the content index was rebuilt")
         self.counts.bytes = text_bytes
         self.counts.index_bytes = await asyncio.to_thread(disk_bytes, self.dir)
         self.counts.rebuilds = (self.counts.rebuilds or 0) + 1
@@ -405,19 +450,20 @@ class Workspace:
             return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
         if not answers.inside(self.root, cwd):
             return None  # never waits for a build it cannot use
-        fresh = await self._usable()
-        if fresh is None or fresh.glob_doubt:
+        fresh = await self._usable("glob")
+        if fresh is None:
             return None
         root = answers.search_root(self.root, self.real_root, cwd, path)
-        if root is None or not fresh.readable(root.start):
+        if root is None or fresh.in_doubt(root.start, "glob") is not None:
             return None
         try:
             regex = glob_regex(pattern)
         except Unsupported:
             return None
         fresh.refresh_stats()
-        found = fresh.files.matching(Matcher(root.prefix, root.under, regex))
-        return answers.glob_files(found, root, deny)
+        matcher = Matcher(root.prefix, root.under, regex)
+        fresh.refresh_linked(matcher)
+        return answers.glob_files(fresh.files.matching(matcher), root, deny)
 
     async def grep(
         self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
@@ -427,16 +473,18 @@ class Workspace:
         grep = analyse(pattern, include)
         if grep is None:
             return None
-        fresh = await self._usable()
-        if fresh is None or fresh.glob_doubt or fresh.grep_doubt or self._set is None:
+        fresh = await self._usable("grep")
+        if fresh is None or self._set is None:
             return None
         root = answers.search_root(self.root, self.real_root, cwd, path)
         if root is None:
             return None
         under = root.start
+        if fresh.in_doubt(under, "grep") is not None:
+            return None
         if under.rstrip(b"/") not in fresh.grep_dirs:
             return None  # hidden, ignored, or holding nothing grep reads: ripgrep's walk decides
-        if not fresh.readable(under) or not await fresh.settle(under, self._lister, self.root):
+        if not await fresh.settle(under, self._lister, self.root):
             return None
         if grep.include is not None and await fresh.include_reaches_skipped(root.prefix, root.under, grep.include):
             return None  # it brings back a file grep's walk skips without it

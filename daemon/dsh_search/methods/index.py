@@ -42,6 +42,34 @@ FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     ("reason", "reason", {"type": "string", "description": "Why it is off or failed."}),
     (
+        "inDoubt",
+        "in_doubt",
+        {
+            "type": "array",
+            "description": "The parts of the workspace searches walk instead of answering from the index, and why "
+            "(path relative to the workspace, '.' for all of it; tools: glob and grep, or grep).",
+            "items": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "reason": {"type": "string"}, "tools": {"type": "string"}},
+                "required": ["path", "reason", "tools"],
+            },
+        },
+    ),
+    ("inDoubtCount", "in_doubt_count", _integer("How many parts are in doubt (inDoubt lists the first 20).")),
+    (
+        "evicted",
+        "evicted",
+        {
+            "type": "array",
+            "description": "Other workspaces' indexes this daemon removed to keep indexDir within indexMaxBytes.",
+            "items": {
+                "type": "object",
+                "properties": {"dir": {"type": "string"}, "bytes": {"type": "integer"}},
+                "required": ["dir", "bytes"],
+            },
+        },
+    ),
+    (
         "answered",
         "answered",
         {"type": "object", "description": "Searches the index answered since the daemon started, by tool."},
@@ -56,6 +84,10 @@ def wire(status: Status) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, attr, _schema in FIELDS:
         value = getattr(status, attr)
+        if key == "inDoubt" and value is not None:
+            value = [{"path": path or ".", "reason": reason, "tools": tools} for path, reason, tools in value]
+        elif key == "evicted" and value is not None:
+            value = [{"dir": directory, "bytes": size} for directory, size in value]
         if value is not None or key in ALWAYS:
             out[key] = value
     return out

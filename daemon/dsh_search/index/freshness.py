@@ -45,8 +45,8 @@ from dsh_search.index import mounts as mount_table
 from dsh_search.index.globlist import GlobList, Matcher, split_key
 from dsh_search.index.lister import GrepLister, Listing
 from dsh_search.index.rules import RuleFiles, git_dir_excludes
-from dsh_search.index.walk import RULE_NAMES, UNREADABLE, VCS_NAMES, Walked, walk, watch_vcs
-from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, ROOT, Event, Watcher
+from dsh_search.index.walk import RULE_NAMES, VCS_NAMES, Walked, walk, watch_vcs
+from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, ROOT, UNREADABLE, Event, Watcher
 
 GLOB_AND_GREP, GREP_ONLY = "glob and grep", "grep"
 

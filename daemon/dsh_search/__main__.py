@@ -19,6 +19,7 @@ from dsh_search.engine.sidecar import Ripgrep, SidecarError, is_frozen, locate, 
 
 EXIT_USAGE = 2
 EXIT_SIDECAR = 3
+NOTICE = 25  # a log level between info and warning (MCP's "notice"): the default, see --log-level
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,9 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="warning",
-        help="stderr logging (default: warning)",
+        choices=("debug", "info", "notice", "warning", "error"),
+        default="notice",
+        help="stderr logging; notice shows the workspace index starting, ready, failed or paused (default: notice)",
     )
     if not is_frozen():
         p.add_argument("--rg", metavar="PATH", help="ripgrep binary (unfrozen daemon only)")
@@ -130,8 +131,9 @@ def _workspace(workdir: str, *, given: bool, refused: bool) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    logging.addLevelName(NOTICE, "NOTICE")
     logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()),
+        level=NOTICE if args.log_level == "notice" else getattr(logging, args.log_level.upper()),
         stream=sys.stderr,
         format="dsh-search %(levelname)s %(name)s: %(message)s",
     )

@@ -90,7 +90,7 @@ _DIRECTORY_DEFAULTS = {"spillDir": default_spill_dir, "indexDir": default_index_
 INDEX_MODES: dict[str, str] = {
     "auto": "builds it in the background once a walk of the workspace was slow, on Linux and local "
     "filesystems, and searches walk until it is ready",
-    "on": "builds it at start and searches wait for it",
+    "on": "builds it at start, whatever the heuristics say, and searches walk until it is ready",
     "off": "never builds one",
 }
 

@@ -86,7 +86,11 @@ def assemble(
     index_manager = None
     if config.index_mode != "off":
         index_manager = IndexManager(
-            mode=config.index_mode, index_dir=config.index_dir, grep_lister=lister, max_bytes=config.index_max_bytes
+            mode=config.index_mode,
+            index_dir=config.index_dir,
+            grep_lister=lister,
+            max_bytes=config.index_max_bytes,
+            version=__version__,
         )
     spill = SpillStore(
         config.spill_dir,

@@ -74,7 +74,9 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
 
     # The warm workloads: every answer the index gave was the walk's; the rewritten files are restored.
     warm = [w for w in workloads.values() if w["group"] == "warm"]
-    assert {"warm-build-kernel", "warm-rewrite", "warm-grep-static", "warm-build-900"} <= {w["id"] for w in warm}
+    assert {"warm-build-kernel", "warm-rewrite", "warm-grep-static", "warm-first-answer", "warm-build-900"} <= {
+        w["id"] for w in warm
+    }
     assert all(w["extra"]["exact"] is True for w in warm if "exact" in w["extra"]), warm
     assert workloads["warm-build-kernel"]["extra"]["grep_files"] > 0
     assert snapshot(tree) == before

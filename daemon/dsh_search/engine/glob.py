@@ -161,6 +161,8 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
         listing = await searcher.source.glob(where.cwd, where.path, pattern, searcher.deny_globs)
         if listing is not None:
             return _listed(searcher, listing, where, tally)
+        if tally is not None:
+            tally.note = searcher.source.walk_note(where.cwd)
     cwd = where.cwd
     # Batches of 16 KiB (about 500 paths), not the default 64 KiB: a listing of a few thousand paths
     # would otherwise be stat-ed only once rg has exited (glob `*` in the kernel's fs/: 18 -> 12 ms).

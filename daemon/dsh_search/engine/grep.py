@@ -400,6 +400,8 @@ async def _search(
     argv: list[str | bytes]
     if chosen is None:  # ripgrep walks
         argv = [*build_argv(pattern, where.path, include, searcher.deny_globs)]
+        if tally is not None and searcher.source is not None:
+            tally.note = searcher.source.walk_note(where.cwd)
     else:  # ripgrep reads the files the source chose: the same records, the same result
         argv = ["--json", f"--regexp={pattern}", *source.argv(chosen)]
     started = time.monotonic()

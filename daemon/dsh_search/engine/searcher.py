@@ -91,6 +91,7 @@ class Tally:
         self.searching = False  # ripgrep has started (the search no longer waits for a slot)
         self.items = 0  # what the tool counts: files listed (glob), matching lines (grep)
         self.files = 0  # grep: the files holding them
+        self.note: str | None = None  # why the search walks, when the file source said (an index building)
 
     def counting(self, sink: Sink, items: bytes, files: bytes | None = None) -> Sink:
         """`sink`, counting `items` and `files` needles in each chunk on its way through."""

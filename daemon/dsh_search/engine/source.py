@@ -53,6 +53,11 @@ class FileSource(Protocol):
         """A search walked from `cwd` (the source said None) and ripgrep took this long."""
         ...
 
+    def walk_note(self, cwd: str) -> str | None:
+        """Why a search from `cwd` walks because of the source's own state (an index building, say), in
+        words for progress reports; None when it is not that."""
+        ...
+
 
 _GLOB_SPECIAL = frozenset(b"*?[]{}\\!,")
 

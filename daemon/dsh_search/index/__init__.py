@@ -19,6 +19,7 @@ contracts in pyproject.toml check it):
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
 | `mounts.py` | the mount table and its changes | what a change means |
 | `rules.py` | the rule files no watch covers, checked by stat | which files grep reads |
+| `peers.py` | one index per workspace: the owner's lock, its socket, the protocol | what an answer is |
 | `reading.py` | reading one version of a workspace file | writing the index |
 | `lister.py` | grep's list: ripgrep's own `--files` — the one place the index starts ripgrep | deciding answers |
 | `walk.py` | glob's walk of the tree, watching each directory before listing it | state changes |

@@ -13,13 +13,16 @@ and reported "unsettled", so the workspace reads it itself until its next event 
 
 Rules of this module: work on threads, pure in the sense that matters here — inputs in, results out;
 it writes shards and reads the tree, but changes no state of the workspace (the event loop applies what
-it returns). `Builder` runs the steps on the workspace's shard threads.
+it returns). `Builder` runs the steps on the workspace's shard threads. Every loop looks at a `stop`
+event between files: a daemon that is going away stops its build where it is (what was committed stays
+and is trusted, so the next daemon merges on from there) instead of holding its host until it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -40,14 +43,25 @@ GARBAGE_REBUILD_MIN = 20_000  # garbage documents below which a content index is
 Indexing = tuple[int, list[bytes]]
 
 
+class Stopped(Exception):
+    """The daemon is going away: the work stopped where it was."""
+
+
+def check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Stopped
+
+
 class Builder:
     """The builder's steps for one workspace, each shard's part on a thread of its own."""
 
     def __init__(self, root: bytes, threads: int) -> None:
         self.root = root
+        self.stop = threading.Event()  # set when the workspace closes: every step stops at its next file
         self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="index")
 
     def close(self) -> None:
+        self.stop.set()
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def _each(self, shards: list[Shard], work: Callable[[Shard, int, int], T]) -> list[T]:
@@ -62,12 +76,15 @@ class Builder:
         the files not read cleanly."""
         if progress is not None:
             progress[:] = [0] * len(shards)
-        parts = await self._each(shards, lambda shard, i, n: index_shard(shard, self.root, listed, i, n, progress))
+        stop = self.stop
+        parts = await self._each(
+            shards, lambda shard, i, n: index_shard(shard, self.root, listed, i, n, progress, stop)
+        )
         return sum(total for total, _ in parts), [path for _, unsettled in parts for path in unsettled]
 
     async def relist(self, shards: list[Shard], listed: bytes) -> list[bytes]:
         """Forget the files grep no longer reads; the ones it reads that are not indexed yet."""
-        parts = await self._each(shards, lambda shard, i, n: relist_shard(shard, listed, i, n))
+        parts = await self._each(shards, lambda shard, i, n: relist_shard(shard, listed, i, n, self.stop))
         return [path for part in parts for path in part]
 
 
@@ -88,7 +105,13 @@ def index_file(batch: Batch, root: bytes, path: bytes) -> tuple[int, bool]:
 
 
 def index_shard(
-    shard: Shard, root: bytes, listed: bytes, index: int, count: int, progress: list[int] | None = None
+    shard: Shard,
+    root: bytes,
+    listed: bytes,
+    index: int,
+    count: int,
+    progress: list[int] | None = None,
+    stop: threading.Event | None = None,
 ) -> Indexing:
     """Bring one shard up to date with the files grep reads (`listed`, ripgrep's NUL-separated list): keep
     what is indexed at its current signature, index the rest, forget what grep no longer reads."""
@@ -98,6 +121,7 @@ def index_shard(
     with shard.batch(commit_bytes=BUILD_BATCH_BYTES) as batch:
         indexed = batch.indexed()
         for path in mine:
+            check(stop)
             if progress is not None:
                 progress[index] += 1  # read by the event loop for index/status (one writer per slot)
             for gone in indexed.before(path):
@@ -115,7 +139,9 @@ def index_shard(
     return total, unsettled
 
 
-def relist_shard(shard: Shard, listed: bytes, index: int, count: int) -> list[bytes]:
+def relist_shard(
+    shard: Shard, listed: bytes, index: int, count: int, stop: threading.Event | None = None
+) -> list[bytes]:
     """Forget the files of one shard that grep no longer reads; returns the ones it reads that are not
     indexed yet (in path order)."""
     mine = sorted(p for p in paths_of(listed) if shard_of(p, count) == index)
@@ -123,6 +149,7 @@ def relist_shard(shard: Shard, listed: bytes, index: int, count: int) -> list[by
     with shard.batch() as batch:
         indexed = batch.indexed()
         for path in mine:
+            check(stop)
             for gone in indexed.before(path):
                 batch.remove(gone)
             if indexed.take(path) is None:
@@ -132,7 +159,9 @@ def relist_shard(shard: Shard, listed: bytes, index: int, count: int) -> list[by
     return new
 
 
-def reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: set[bytes]) -> list[bytes]:
+def reindex(
+    shards: list[Shard], root: bytes, paths: list[bytes], new_members: set[bytes], stop: threading.Event | None = None
+) -> list[bytes]:
     """Index the current version of each path grep reads (an indexed one, or a new member); forget the
     ones that are gone. Returns the paths now settled in the index (or not grep's at all)."""
     count = len(shards)
@@ -149,6 +178,7 @@ def reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: s
             continue
         with shard.batch() as batch:
             for path in mine:
+                check(stop)
                 if not os.path.lexists(os.path.join(root, path)):
                     batch.remove(path)
                     done.append(path)
@@ -159,17 +189,20 @@ def reindex(shards: list[Shard], root: bytes, paths: list[bytes], new_members: s
     return done
 
 
-def stale(shards: list[Shard], root: bytes) -> list[bytes]:
+def stale(shards: list[Shard], root: bytes, stop: threading.Event | None = None) -> list[bytes]:
     """Indexed files whose current signature is not the indexed one (or that are gone)."""
     out = []
     for shard in shards:
         for path, sig in shard.signatures():
+            check(stop)
             if signature_of(root, path) != sig:
                 out.append(path)
     return out
 
 
-def skipped_files(shards: list[Shard], files: GlobList, known: set[bytes]) -> set[bytes]:
+def skipped_files(
+    shards: list[Shard], files: GlobList, known: set[bytes], stop: threading.Event | None = None
+) -> set[bytes]:
     """The files glob lists that the content index has no row for and that are not `known` (grep's walk
     skips them: hidden or ignored). Each path is asked of its own shard, in chunks."""
     skipped: set[bytes] = set()
@@ -184,6 +217,7 @@ def skipped_files(shards: list[Shard], files: GlobList, known: set[bytes]) -> se
     for path in files.paths():
         if path in known:
             continue
+        check(stop)
         i = shard_of(path, count)
         pending[i].append(path)
         if len(pending[i]) >= 4096:

@@ -1,27 +1,32 @@
 """Which workspace is indexed, and when: the `index` setting (config.INDEX_MODES) made concrete.
 
-The daemon's searches ask the `IndexManager` (the engine's `FileSource`) which files to read. It holds at
-most one `Workspace`: the directory searches default to (--workdir, an MCP client's first root, or the
+The daemon's searches ask the `IndexManager` (the engine's `FileSource`) which files to read. It indexes
+at most one workspace: the directory searches default to (--workdir, an MCP client's first root, or the
 daemon's own directory — never `/`). A search elsewhere walks.
 
 - `off`: never an index.
-- `on`: the workspace is indexed as soon as it is known, and searches wait for the first build (within
-  their own timeoutMs).
+- `on`: the workspace is indexed as soon as it is known, whatever the heuristics say; searches walk until
+  it is ready (a search never waits for a build).
 - `auto` (the default): indexed where it pays and where it can be exact — on Linux (inotify), on a local
   filesystem (a network filesystem's remote changes raise no inotify event), once a search's walk of the
   workspace took `AUTO_AFTER_S` or more, or at once when an index of it is on disk from an earlier run.
   Until the index is ready, searches walk.
 
-A failed index is built afresh after a pause (`RETRY_AFTER_S`), which grows while builds keep failing.
+One index per workspace per machine (peers.py): the first daemon to index a workspace owns it (a
+`Workspace`); any other is a guest that asks the owner, and takes the index over when the owner is
+gone. A failed index is built afresh after a pause (`RETRY_AFTER_S`), which grows while builds keep
+failing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
@@ -31,12 +36,15 @@ from dsh_search.index.lister import GrepLister
 from dsh_search.index.sets import workspace_dir
 from dsh_search.index.status import FAILED, OFF, READY, Status
 
-if TYPE_CHECKING:  # the workspace (SQLite, inotify) is imported when one is made: not at every start
+if TYPE_CHECKING:  # the workspace (SQLite, inotify) and the peers are imported when needed: not at every start
+    from dsh_search.index.peers import Guest, Owner, OwnerLock
     from dsh_search.index.workspace import Workspace
 
 log = logging.getLogger("dsh_search.index")
 
 AUTO_AFTER_S = 0.2  # a walk at least this slow makes an index worth its build (auto)
+TAKEOVER_POLL_S = 1.0  # a guest tries to take the index over this often (and at once when the owner goes)
+NOTICE = 25  # between info and warning: shown at the default log level (MCP's "notice")
 RETRY_AFTER_S = (1.0, 5.0, 30.0, 300.0)  # a failed index is built again after these pauses (then every last)
 
 
@@ -51,19 +59,28 @@ def unsupported_reason(root: str) -> str | None:
 
 
 class IndexManager:
-    def __init__(self, *, mode: str, index_dir: str, grep_lister: GrepLister, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, *, mode: str, index_dir: str, grep_lister: GrepLister, max_bytes: int | None = None, version: str = ""
+    ) -> None:
         assert mode in INDEX_MODES
         self.mode = mode
         self.index_dir = index_dir
         self.max_bytes = max_bytes  # the cache's bound (indexMaxBytes)
+        self.version = version  # owners and guests of one workspace must be of one version
         self._lister = grep_lister
-        self._workspace: Workspace | None = None  # made when its build starts (SQLite and inotify load then)
+        self._workspace: Workspace | None = None  # when this daemon owns the workspace's index
+        self._guest: Guest | None = None  # when another daemon owns it
+        self._lock: OwnerLock | None = None
+        self._owner: Owner | None = None  # the socket guests ask, while this daemon owns the index
+        self._takeover: asyncio.Task[None] | None = None
+        self._listening: asyncio.Future[bool] | None = None  # the owner's socket being opened
         self._root: str | None = None  # the workspace directory
         self._reason: str | None = None
         self.answered = {"glob": 0, "grep": 0}  # searches the index answered
         self.walked = 0  # searches that walked (no index, not ready, or not sure)
         self._failures = 0  # builds that failed in a row
         self._retry: Any = None  # the timer that builds a failed index again
+        self._deny: dict[tuple[str, ...], DenyGlobs] = {}  # guests' deny globs, made once each
 
     # --- which workspace -------------------------------------------------------------------------------
 
@@ -74,9 +91,7 @@ class IndexManager:
         if root == self._root:
             return
         self._root = root
-        if self._workspace is not None:
-            self._workspace.close()
-            self._workspace = None
+        self._stop()
         self._reason = None
         if root is None or self.mode == "off":
             return
@@ -91,25 +106,85 @@ class IndexManager:
             self._start(root)
 
     def _start(self, root: str) -> None:
+        """Index the workspace: as its owner when no other daemon is, else as a guest of the one that is."""
+        from dsh_search.index.peers import OwnerLock
+
+        self._stop()
+        directory = workspace_dir(self.index_dir, os.path.realpath(root))
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            self._reason = f"its index directory cannot be made: {exc}"
+            log.warning("workspace index of %s: %s", root, self._reason)
+            return
+        lock = OwnerLock(directory)
+        if lock.take():
+            self._own(root, directory, lock)
+        else:
+            self._be_guest(root, directory, lock)
+
+    def _own(self, root: str, directory: str, lock: OwnerLock) -> None:
+        from dsh_search.index.peers import Owner
         from dsh_search.index.workspace import Workspace
 
-        if self._workspace is not None:
-            self._workspace.close()
+        self._lock = lock
         self._workspace = Workspace(
             root,
             index_dir=self.index_dir,
             grep_lister=self._lister,
-            wait_for_build=self.mode == "on",
             max_bytes=self.max_bytes,
             on_failure=self._failed,
         )
         self._workspace.start()
+        self._owner = Owner(directory, self.version, self._serve)
+        self._listening = asyncio.ensure_future(self._owner.start())
+
+    def _be_guest(self, root: str, directory: str, lock: OwnerLock) -> None:
+        from dsh_search.index.peers import Guest
+
+        self._lock = lock
+        self._guest = Guest(directory, self.version)
+        log.log(NOTICE, "workspace index of %s: another daemon owns it; this one asks it", root)
+        self._takeover = asyncio.ensure_future(self._wait_to_own(root, directory, lock))
+
+    async def _wait_to_own(self, root: str, directory: str, lock: OwnerLock) -> None:
+        """A guest takes the index over as soon as its owner is gone (its lock given back)."""
+        while True:
+            guest = self._guest
+            if guest is None:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(guest.lost.wait(), TAKEOVER_POLL_S)
+            guest.lost.clear()
+            if lock.take():
+                log.log(NOTICE, "workspace index of %s: its owner is gone; this daemon takes it over", root)
+                guest.close()
+                self._guest = None
+                self._takeover = None
+                self._own(root, directory, lock)
+                return
+
+    async def _serve(self, request: dict[str, Any]) -> Any:
+        """A guest's question, answered from this daemon's index (None: the guest walks)."""
+        from dsh_search.index.peers import encode_files
+
+        op = request.get("op")
+        if op == "status":
+            return (await self.status())._asdict()
+        globs = tuple(request.get("deny") or ())
+        deny = self._deny.get(globs)
+        if deny is None:
+            deny = self._deny[globs] = DenyGlobs(globs)
+        cwd, path, pattern = request["cwd"], request.get("path"), request["pattern"]
+        if op == "glob":
+            return encode_files(await self._glob(cwd, path, pattern, deny))
+        if op == "grep":
+            return encode_files(await self._grep(cwd, path, pattern, request.get("include"), deny))
+        raise ValueError(f"no such question: {op!r}")
 
     def _failed(self, ws: Workspace) -> None:
         """A failed index is built afresh after a pause (its directory deleted or corrupted, say): until
         then, searches walk. The pause grows while builds keep failing."""
-        import asyncio
-
         pause = RETRY_AFTER_S[min(self._failures, len(RETRY_AFTER_S) - 1)]
         self._failures += 1
         with contextlib.suppress(RuntimeError):  # no loop: the daemon is going away
@@ -117,22 +192,63 @@ class IndexManager:
 
     def _rebuild(self, ws: Workspace) -> None:
         self._retry = None
-        if self._workspace is ws and self._root is not None:
+        if self._workspace is ws and self._root is not None and self._lock is not None:
             log.info("workspace index of %s: building it again after a failure (%s)", self._root, ws.reason)
-            self._start(self._root)
+            self._workspace.close()
+            self._workspace = None
+            if self._owner is not None:
+                self._owner.close()
+                self._owner = None
+            self._own(self._root, workspace_dir(self.index_dir, os.path.realpath(self._root)), self._lock)
 
-    def close(self) -> None:
+    def _stop(self) -> None:
+        """Stop indexing the workspace: the build where it is, the guests' socket, the ownership."""
         if self._retry is not None:
             self._retry.cancel()
             self._retry = None
+        if self._takeover is not None:
+            self._takeover.cancel()
+            self._takeover = None
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
         if self._workspace is not None:
             self._workspace.close()
             self._workspace = None
+        if self._guest is not None:
+            self._guest.close()
+            self._guest = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
-    def status(self) -> Status:
+    def close(self) -> None:
+        self._stop()
+
+    async def status(self) -> Status:
         answered, walked = dict(self.answered), self.walked
         if self._workspace is not None:
-            return self._workspace.status(self.mode)._replace(answered=answered, walked=walked)
+            served = self._owner.served if self._owner is not None else 0
+            return self._workspace.status(self.mode)._replace(
+                answered=answered, walked=walked, role="owner", served=served
+            )
+        if self._guest is not None:
+            theirs = await self._guest.ask({"op": "status"})
+            if isinstance(theirs, dict):
+                fields = {k: v for k, v in theirs.items() if k in Status._fields}
+                with contextlib.suppress(TypeError):
+                    return Status(**fields)._replace(
+                        mode=self.mode, answered=answered, walked=walked, role="guest", served=None
+                    )
+            return Status(
+                state=OFF,
+                mode=self.mode,
+                root=self._root,
+                reason="another daemon owns the workspace's index and does not answer now: searches walk",
+                answered=answered,
+                walked=walked,
+                role="guest",
+            )
         reason = self._reason
         if reason is None and self._root is None:
             reason = "no workspace directory to index"
@@ -151,29 +267,58 @@ class IndexManager:
             self._failures = 0
         return ws
 
-    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
+    async def _glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
         ws = self._active()
-        files = None
-        if ws is not None:
-            try:
-                files = await ws.glob(cwd, path, pattern, deny)
-            except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
-                log.exception("workspace index: glob %r in %s failed; walking", pattern, cwd)
-                ws.fail(f"glob failed: {exc}", exc)
+        if ws is None:
+            return None
+        try:
+            return await ws.glob(cwd, path, pattern, deny)
+        except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
+            log.exception("workspace index: glob %r in %s failed; walking", pattern, cwd)
+            ws.fail(f"glob failed: {exc}", exc)
+            return None
+
+    async def _grep(
+        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
+    ) -> GrepFiles | None:
+        ws = self._active()
+        if ws is None:
+            return None
+        try:
+            return await ws.grep(cwd, path, pattern, include, deny)
+        except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
+            log.exception("workspace index: grep %r in %s failed; walking", pattern, cwd)
+            ws.fail(f"grep failed: {exc}", exc)
+            return None
+
+    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
+        if self._guest is not None:
+            from dsh_search.index.peers import decode_glob
+
+            question = {"op": "glob", "cwd": cwd, "path": path, "pattern": pattern, "deny": list(deny.globs)}
+            files = _decoded(decode_glob, await self._guest.ask(question))
+        else:
+            files = await self._glob(cwd, path, pattern, deny)
         self._count("glob", files is not None)
         return files
 
     async def grep(
         self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
     ) -> GrepFiles | None:
-        ws = self._active()
-        files = None
-        if ws is not None:
-            try:
-                files = await ws.grep(cwd, path, pattern, include, deny)
-            except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
-                log.exception("workspace index: grep %r in %s failed; walking", pattern, cwd)
-                ws.fail(f"grep failed: {exc}", exc)
+        if self._guest is not None:
+            from dsh_search.index.peers import decode_grep
+
+            question = {
+                "op": "grep",
+                "cwd": cwd,
+                "path": path,
+                "pattern": pattern,
+                "include": include,
+                "deny": list(deny.globs),
+            }
+            files = _decoded(decode_grep, await self._guest.ask(question))
+        else:
+            files = await self._grep(cwd, path, pattern, include, deny)
         self._count("grep", files is not None)
         return files
 
@@ -183,11 +328,30 @@ class IndexManager:
         else:
             self.walked += 1
 
+    def walk_note(self, cwd: str) -> str | None:
+        """Why a search from `cwd` walks because of the index's state (building, failed), or None."""
+        root, ws = self._root, self._workspace
+        if ws is None or root is None or not (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
+            return None
+        return ws.walk_note()
+
     def note_walk(self, cwd: str, seconds: float) -> None:
         """A search walked from `cwd` for this long: in auto mode, a slow walk of the workspace starts it."""
         root = self._root
-        if self._workspace is not None or root is None or self._reason is not None or seconds < AUTO_AFTER_S:
+        busy = self._workspace is not None or self._guest is not None
+        if busy or root is None or self._reason is not None or seconds < AUTO_AFTER_S:
             return
         if self.mode == "auto" and (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
             log.info("workspace index of %s: a walk took %.2f s; building the index", root, seconds)
             self._start(root)
+
+
+T = TypeVar("T")
+
+
+def _decoded(decode: Callable[[Any], T | None], answer: Any) -> T | None:
+    """An owner's answer, decoded; one that is not as this daemon writes them is no answer (walk)."""
+    try:
+        return decode(answer)
+    except (KeyError, TypeError, ValueError):
+        return None

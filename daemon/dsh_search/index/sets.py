@@ -119,6 +119,7 @@ class ShardSet:
                 raise
             with contextlib.suppress(OSError):
                 os.utime(directory)
+            _remove_others(workspace, directory)
             return opened
         raise AssertionError("a new set is always free")
 
@@ -228,6 +229,31 @@ class ShardSet:
             os.close(self._lock_fd)
             self._lock_fd = None
         _remove_tree(aside)
+
+
+def _remove_others(workspace: str, keep: str) -> None:
+    """Remove the workspace's other sets that no daemon holds: a build stopped half way into a fresh set,
+    a set replaced by a rebuild, one set aside that could not be removed then. One index per workspace:
+    only the set in use is kept."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(workspace):
+            if entry.path == keep or not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.startswith("discarded-"):
+                _remove_tree(entry.path)
+            elif entry.name.startswith("set-"):
+                try:
+                    fd = os.open(os.path.join(entry.path, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                except OSError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # held by a daemon: its business
+                else:
+                    _remove_tree(entry.path)
+                finally:
+                    os.close(fd)
 
 
 def _fd_identity(fd: int) -> tuple[int, int]:

@@ -44,3 +44,5 @@ class Status(NamedTuple):
     evicted: list[tuple[str, int]] | None = None  # other workspaces' indexes removed to keep the cache bound
     answered: dict[str, int] | None = None  # searches answered from the index, by tool
     walked: int | None = None  # searches that walked
+    role: str | None = None  # "owner" (this daemon keeps the index) or "guest" (another daemon does)
+    served: int | None = None  # owner: other daemons' questions it answered

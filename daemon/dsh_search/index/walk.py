@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from typing import NamedTuple
 
 from dsh_search.index.globlist import entry_key
@@ -31,6 +32,10 @@ VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))  # ne
 RULE_NAMES = frozenset(os.fsencode(name) for name in RULE_FILES)  # ignore files grep's walk reads
 
 WATCH_LIMIT = "no inotify watch left (raise fs.inotify.max_user_watches)"
+
+
+class WalkStopped(Exception):
+    """The daemon is going away: the walk stopped where it was."""
 
 
 class Walked(NamedTuple):
@@ -61,14 +66,17 @@ def watch_vcs(root: bytes, watcher: Watcher, git: bytes, rules: set[str]) -> Non
     rules.add(os.fsdecode(os.path.join(absolute, b"info", b"exclude")))
 
 
-def walk(root: bytes, watcher: Watcher, start: bytes) -> Walked:
-    """Watch and list every directory from `start` down (relative to root), as glob sees the tree."""
+def walk(root: bytes, watcher: Watcher, start: bytes, stop: threading.Event | None = None) -> Walked:
+    """Watch and list every directory from `start` down (relative to root), as glob sees the tree.
+    Raises `WalkStopped` at the next directory once `stop` is set (the daemon is going away)."""
     files: list[bytes] = []
     doubts: dict[bytes, str] = {}
     linked: set[bytes] = set()
     rules: set[str] = set()
     todo = [start]
     while todo:
+        if stop is not None and stop.is_set():
+            raise WalkStopped
         directory = todo.pop()
         try:
             if not watcher.watch(directory):

@@ -39,7 +39,7 @@ from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index import answers, builder, lister, sets
 from dsh_search.index import mounts as mount_table
-from dsh_search.index.builder import Builder
+from dsh_search.index.builder import Builder, Stopped
 from dsh_search.index.freshness import Freshness
 from dsh_search.index.globlist import GlobList, Matcher, Unsupported, glob_regex
 from dsh_search.index.lister import GrepLister
@@ -48,10 +48,11 @@ from dsh_search.index.rules import RuleFiles
 from dsh_search.index.sets import ShardSet, disk_bytes, workspace_dir
 from dsh_search.index.shards import storage_fault
 from dsh_search.index.status import BUILDING, DOUBTS_LISTED, FAILED, OFF, READY, Status
-from dsh_search.index.walk import walk
+from dsh_search.index.walk import WalkStopped, walk
 from dsh_search.index.watch import Watcher, WatchLimit
 
 log = logging.getLogger("dsh_search.index")
+NOTICE = 25  # between info and warning: shown at the default log level (MCP's "notice")
 
 OVERLAY_COMPACT = 20000  # changes in glob's overlay past which a new snapshot is made
 MAINTAIN_AFTER_S = 0.2  # quiet time after events before the background catches up
@@ -80,7 +81,6 @@ class Workspace:
         *,
         index_dir: str,
         grep_lister: GrepLister,
-        wait_for_build: bool = False,
         shards: int = 2,
         max_bytes: int | None = None,
         on_failure: Callable[[Workspace], None] | None = None,
@@ -91,7 +91,6 @@ class Workspace:
         self.index_dir = index_dir
         self.dir = workspace_dir(index_dir, self.real_root)
         self._lister = grep_lister
-        self._wait_for_build = wait_for_build
         self._max_bytes = max_bytes  # the cache's bound (indexMaxBytes); None: unbounded
         self._on_failure = on_failure  # told once, when the index fails
         self._shard_count = max(1, shards)
@@ -185,8 +184,6 @@ class Workspace:
     async def _usable(self, tool: str) -> Freshness | None:
         """The bookkeeping, checked and drained, when the index may answer a search of `tool` ("glob" or
         "grep") at all now; None when not."""
-        if self.state == BUILDING and self._wait_for_build:
-            await self._ready.wait()
         fresh, shard_set = self._fresh, self._set
         if self.state != READY or shard_set is None or fresh is None:
             return None
@@ -242,6 +239,7 @@ class Workspace:
 
     async def _build(self) -> None:
         started = time.monotonic()
+        log.log(NOTICE, "workspace index of %s: building it (searches walk the tree until it is ready)", self.root)
         try:
             os.makedirs(self.dir, mode=0o700, exist_ok=True)
             sets.touch_used(self.dir)
@@ -250,7 +248,7 @@ class Workspace:
             mount_watch.changed()  # armed before the table is read: a change from now on is seen
             table = mount_table.read()
             mounts = mount_table.under(self.real_root, table) if table is not None else None
-            walked = await asyncio.to_thread(walk, self.root_b, watcher, b"")
+            walked = await asyncio.to_thread(walk, self.root_b, watcher, b"", self._builder.stop)
             rules = RuleFiles(self.real_root, self._lister.environment)
             rules.add_inside(walked.rules)  # their state as ripgrep is about to read them
             # The snapshot takes the walk's list over (and empties it) before grep's list is made: the two
@@ -266,9 +264,10 @@ class Workspace:
             finally:
                 reporter.cancel()
             self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
-            skipped = await asyncio.to_thread(builder.skipped_files, shard_set.shards, files, set())
-        except asyncio.CancelledError:
-            raise
+            skipped = await asyncio.to_thread(builder.skipped_files, shard_set.shards, files, set(), self._builder.stop)
+        except (asyncio.CancelledError, Stopped, WalkStopped):
+            self._paused()
+            raise asyncio.CancelledError from None
         except WatchLimit as exc:
             self.fail(str(exc))
             return
@@ -293,7 +292,8 @@ class Workspace:
         self.state = READY
         self._ready.set()
         self._events(True)
-        log.info(
+        log.log(
+            NOTICE,
             "workspace index of %s ready: %d files, %d read by grep, %d bytes of text, in %.1f s",
             self.root,
             len(files),
@@ -307,6 +307,28 @@ class Workspace:
         if self._max_bytes is not None:
             evicted = await asyncio.to_thread(sets.evict, self.index_dir, self._max_bytes, self.dir)
             self.evicted += evicted
+
+    def _paused(self) -> None:
+        """The build stopped because the daemon is going away: said once, with how far it got."""
+        if self.state == BUILDING:
+            log.log(
+                NOTICE,
+                "workspace index of %s: build paused at %d of %d files read (the next daemon goes on from there)",
+                self.root,
+                sum(self._progress),
+                self.counts.grep_files,
+            )
+
+    def walk_note(self) -> str | None:
+        """Why searches walk now because of the index's own state, for progress and logs; None when the
+        index is ready (a search that walks then does so for its own reasons)."""
+        if self.state == BUILDING:
+            if not self._progress:
+                return "the workspace index is building: listing the tree"
+            return f"the workspace index is building: {sum(self._progress)} of {self.counts.grep_files} files read"
+        if self.state == FAILED:
+            return f"the workspace index failed ({self.reason}); it is built again after a pause"
+        return None
 
     async def _report_progress(self, total: int) -> None:
         """A log line every PROGRESS_EVERY_S while the first build reads files (`index/status` has the
@@ -345,8 +367,8 @@ class Workspace:
             await self._compact(fresh)
             if not fresh.changed and await asyncio.to_thread(builder.garbage_heavy, shard_set.shards):
                 await self._rebuild_content(fresh, shard_set)
-        except asyncio.CancelledError:
-            raise
+        except (asyncio.CancelledError, Stopped, WalkStopped):
+            raise asyncio.CancelledError from None
         except Exception as exc:
             log.debug("workspace index maintenance failed", exc_info=True)
             self.fail(f"keeping the index fresh failed: {exc}", exc)
@@ -364,9 +386,9 @@ class Workspace:
         try:
             watcher.drain()  # what is queued predates the walk: the walk sees its result
             watcher.forget(b"")  # every watch again, on the directories as they are now
-            walked = await asyncio.to_thread(walk, self.root_b, watcher, b"")
+            walked = await asyncio.to_thread(walk, self.root_b, watcher, b"", self._builder.stop)
             files = await asyncio.to_thread(GlobList.from_keys, walked.files)
-            stale = await asyncio.to_thread(builder.stale, shard_set.shards, self.root_b)
+            stale = await asyncio.to_thread(builder.stale, shard_set.shards, self.root_b, self._builder.stop)
         finally:
             self._events(True)
         fresh.rescanned(walked, files, stale)
@@ -390,7 +412,9 @@ class Workspace:
         # unknown counts as skipped until it is settled; one deleted meanwhile may stay. Both only make a
         # grep with an include walk.
         frozen = fresh.files.frozen()  # read on a thread: a copy of the changes, not the live ones
-        skipped = await asyncio.to_thread(builder.skipped_files, shard_set.shards, frozen, set(fresh.grep_new))
+        skipped = await asyncio.to_thread(
+            builder.skipped_files, shard_set.shards, frozen, set(fresh.grep_new), self._builder.stop
+        )
         fresh.skipped.reset(skipped)
 
     async def _reindex_changed(self, fresh: Freshness, shard_set: ShardSet) -> None:
@@ -398,7 +422,9 @@ class Workspace:
             return
         batch = dict(list(fresh.changed.items())[:REINDEX_BATCH])
         members = fresh.grep_new & set(batch)
-        done = await asyncio.to_thread(builder.reindex, shard_set.shards, self.root_b, list(batch), members)
+        done = await asyncio.to_thread(
+            builder.reindex, shard_set.shards, self.root_b, list(batch), members, self._builder.stop
+        )
         self._planner.forget()
         self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
         fresh.reindexed(batch, done)

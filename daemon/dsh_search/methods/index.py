@@ -75,6 +75,17 @@ FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"type": "object", "description": "Searches the index answered since the daemon started, by tool."},
     ),
     ("walked", "walked", _integer("Searches that walked the tree instead.")),
+    (
+        "role",
+        "role",
+        {
+            "type": "string",
+            "enum": ["owner", "guest"],
+            "description": "owner: this daemon keeps the workspace's index (and answers other daemons on it); "
+            "guest: another daemon does, and this one asks it.",
+        },
+    ),
+    ("served", "served", _integer("Owner: questions of other daemons on this workspace it answered.")),
 )
 ALWAYS = ("state", "files", "bytes", "mode", "root")  # on the wire even when null
 
@@ -96,7 +107,7 @@ def wire(status: Status) -> dict[str, Any]:
 async def status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if ctx.index is None:
         return {"state": OFF, "files": 0, "bytes": 0, "mode": "off"}
-    return wire(ctx.index.status())
+    return wire(await ctx.index.status())
 
 
 SPEC = MethodSpec[Context](

@@ -1,8 +1,9 @@
 """MCP logging: `logging/setLevel`, and the daemon's warnings sent to the client as `notifications/message`.
 
 What the daemon logs (to stderr, at `--log-level`) it also tells the client at or above the client's
-level: an MCP client gets `warning` and worse until it sets a level of its own; a host that is not an
-MCP client gets nothing until it calls `logging/setLevel`. Among the warnings: ripgrep could not read
+level: an MCP client gets `notice` and worse until it sets a level of its own; a host that is not an
+MCP client gets nothing until it calls `logging/setLevel`. Among the notices: the workspace index's build
+starting, ready, failed or paused. Among the warnings: ripgrep could not read
 some paths of a search that still found results, a spill artifact could not be saved, the client's
 roots could not be fetched. Transport loggers are left out (they speak about the connection itself).
 
@@ -107,7 +108,7 @@ async def set_level(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
 
 SPEC = MethodSpec(
     "logging/setLevel",
-    summary="MCP: the least severe log level to send as `notifications/message` (warning by default for MCP "
+    summary="MCP: the least severe log level to send as `notifications/message` (notice by default for MCP "
     "clients; nothing for other hosts until they call this).",
     params=object_schema({"level": {"type": "string", "enum": list(LOG_LEVELS)}}, ["level"]),
     result={"type": "object"},

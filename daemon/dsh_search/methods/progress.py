@@ -68,7 +68,9 @@ class Reporter:
     def message(self) -> str:
         if not self.tally.searching:
             return f"{self.tool}: waiting for a free search slot"
-        return self._words(self.tally)
+        words = self._words(self.tally)
+        note = self.tally.note
+        return f"{words} (walking the tree: {note})" if note else words
 
     def _tick(self) -> None:
         if self._closed:

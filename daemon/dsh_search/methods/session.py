@@ -78,8 +78,9 @@ class Session:
     def log_threshold(self) -> str | None:
         """The least severe level sent as `notifications/message`, or None: send none.
 
-        An MCP client gets warnings and worse until it sets a level of its own; a host that is not an MCP
-        client gets log messages only once it asks for them with logging/setLevel."""
+        An MCP client gets notices (the workspace index's build starting, ready, failed or paused) and worse
+        until it sets a level of its own; a host that is not an MCP client gets log messages only once it
+        asks for them with logging/setLevel."""
         if self.log_level is not None:
             return self.log_level
-        return "warning" if self.mcp else None
+        return "notice" if self.mcp else None

@@ -13,6 +13,7 @@ DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousan
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import ctypes
 import os
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
 from hypothesis import strategies as st
 
 from dsh_search import config as config_mod
@@ -446,13 +447,14 @@ def test_the_index_answers_what_the_walk_answers(rg_path: str, data: st.DataObje
     asyncio.run(scenario(data, rg_path))
 
 
-def _property(rg: str, max_examples: int) -> Callable[[], None]:
+def _property(rg: str, max_examples: int, replay: str | None = None) -> Callable[[], None]:
     """The same property, for a child process (no example database: it may not be writable there)."""
 
     @settings(
         max_examples=max_examples,
         deadline=None,
         database=None,
+        print_blob=True,  # a failure prints how to replay it (there is no example database here)
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         derandomize=max_examples <= 25,
         phases=[Phase.explicit, Phase.reuse, Phase.generate] if max_examples > 25 else list(Phase),
@@ -461,6 +463,9 @@ def _property(rg: str, max_examples: int) -> Callable[[], None]:
     def run(data: st.DataObject) -> None:
         asyncio.run(scenario(data, rg))
 
+    if replay:  # "<hypothesis version> <blob>", as a failure printed them
+        version, blob = replay.split(" ", 1)
+        return reproduce_failure(version, ast.literal_eval(blob))(run)  # type: ignore[no-any-return]
     return run
 
 
@@ -525,7 +530,7 @@ def test_the_index_answers_what_the_walk_answers_as_an_unprivileged_user(rg_path
     root, and back: the index walks where the walk reports them, and answers the rest."""
     rg = str(reachable_by_nobody(Path(rg_path)))
     RG_FOR_CHILD["path"] = rg
-    in_child(_property(rg, EXAMPLES), mode="unprivileged", user=NOBODY)
+    in_child(_property(rg, EXAMPLES, os.environ.get("DSH_INDEX_REPLAY")), mode="unprivileged", user=NOBODY)
 
 
 @pytest.mark.skipif(
@@ -535,7 +540,7 @@ def test_the_index_answers_what_the_walk_answers_across_mounts(rg_path: str) -> 
     """Filesystems mounted on a directory of the workspace, bind mounts of one directory on another, and
     unmounts: inotify says nothing of them; the mount table does."""
     RG_FOR_CHILD["path"] = rg_path
-    in_child(_property(rg_path, EXAMPLES), mode="mounts", mount_namespace=True)
+    in_child(_property(rg_path, EXAMPLES, os.environ.get("DSH_INDEX_REPLAY")), mode="mounts", mount_namespace=True)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -589,3 +594,34 @@ def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
 
     first_set = asyncio.run(rewrite_and_compare())
     assert not Path(first_set).exists()  # the replaced set is gone from disk
+
+
+def test_a_file_gone_with_its_directory_leaves_no_file_to_search(rg_path: str, tmp_path: Path) -> None:
+    """A grep whose include reaches no file left: ripgrep's walk fails "No files were searched", and so
+    must the index's answer, right after the directory that held the last such file went (found by the
+    property test run as an unprivileged user)."""
+
+    async def scenario() -> None:
+        root = tmp_path / "w"
+        root.mkdir()
+        (root / "x.log").write_text("SUSPEND\n")
+        pair = Pair(root, rg_path, tmp_path / "index", ())
+        try:
+            ws = pair.workspace
+            ws.start()
+            await asyncio.wait_for(ws._ready.wait(), 30)
+            call = ("grep", "foo|bar", None, "*.c")
+            (root / "docs" / "deep").mkdir(parents=True)
+            (root / "docs" / "deep" / "[k].c").write_text("nothing\n")
+            assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
+            await wait_until(lambda: ws._fresh is not None and not ws._fresh.changed)
+            shutil.rmtree(root / "docs" / "deep")
+            got = await run(pair.indexed, root, call)
+            assert got == await run(pair.plain, root, call)
+            assert got[0] == "error"
+        finally:
+            pair.workspace.close()
+            pair.pool.parse.shutdown()
+            pair.pool.stat.shutdown()
+
+    asyncio.run(scenario())

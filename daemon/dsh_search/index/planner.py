@@ -146,7 +146,9 @@ class Planner:
         files = answers.grep_files(root, chosen, include, deny)
         if files is not None and not files.named and not files.walk_to:
             # No candidate. ripgrep's walk fails when it searches no file at all ("No files were
-            # searched", exit 2) and finds nothing otherwise: say which, or walk to let it say.
+            # searched", exit 2) and finds nothing otherwise: say which, or walk to let it say. Which
+            # files are gone is glob's list's to say: its changed entries are made current first.
+            fresh.refresh_stats()
             extra = [p for p in fresh.grep_new if p.startswith(under)]
             gone = {p for p, change in fresh.files.overlay.items() if change.mtime is None}
 

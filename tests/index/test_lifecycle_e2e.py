@@ -8,6 +8,8 @@ import contextlib
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -93,25 +95,34 @@ def test_exit_on_time_while_catching_up_after_a_checkout(
 
 
 @pytest.mark.parametrize("framing", FRAMINGS)
-def test_exit_on_time_while_the_index_is_built_again_and_while_grep_is_listed_again(
-    start: MakeDaemon, big: Path, tmp_path: Path, framing: str
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_exit_on_time_while_the_index_is_built_again(
+    start: MakeDaemon, big: Path, tmp_path: Path, framing: str, how: str
 ) -> None:
     index_dir = tmp_path / "index"
     d = start("--workdir", str(big), *index_args(index_dir), framing=framing)
     ready(d, timeout=120)
     for shard in index_dir.rglob("content-*.sqlite"):
         shard.write_bytes(b"not a database")  # the index fails, and is built again after a pause
-    same_call = d.call("grep", {"pattern": "TOKEN_77"})
-    assert "result" in same_call
+    assert "result" in d.call("grep", {"pattern": "TOKEN_77"})
     assert wait_until(lambda: status_of(d)["state"] == "building" and status_of(d).get("indexed", 0) > 0, 60)
-    assert stop_and_time(d, "eof") <= EXIT_WITHIN_S
-    # A rules change: ripgrep lists grep's files again (on a tree this size, a moment).
-    e = start("--workdir", str(big), *index_args(index_dir), framing=framing)
-    ready(e, timeout=120)
-    (big / "d1" / ".ignore").write_text("e1/\n")
-    assert "result" in e.call("grep", {"pattern": "TOKEN_1"})
-    assert stop_and_time(e, "sigterm") <= EXIT_WITHIN_S
-    (big / "d1" / ".ignore").unlink()
+    assert stop_and_time(d, how) <= EXIT_WITHIN_S
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_exit_on_time_while_grep_is_listed_again(
+    start: MakeDaemon, big: Path, tmp_path: Path, framing: str, how: str
+) -> None:
+    d = start("--workdir", str(big), *index_args(tmp_path / "index"), framing=framing)
+    ready(d, timeout=120)
+    rules = big / "d1" / ".ignore"
+    rules.write_text("e1/\n")  # ripgrep lists grep's files again, in the background
+    try:
+        assert "result" in d.call("grep", {"pattern": "TOKEN_1"})
+        assert stop_and_time(d, how) <= EXIT_WITHIN_S
+    finally:
+        rules.unlink()
 
 
 # --- nothing left behind -----------------------------------------------------------------------------------------
@@ -251,3 +262,47 @@ def test_three_daemons_on_one_workspace_share_one_index_and_survive_its_owner(
     before = sum(status_of(new_owner)["answered"].values())
     same(new_owner, off, "grep", {"pattern": "EDITED_9"})
     assert sum(status_of(new_owner)["answered"].values()) == before + 1
+
+
+HOST = """
+import subprocess, sys, time
+daemon = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+print(daemon.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_host_killed_while_its_daemon_builds_leaves_nothing(exe: Path, big: Path, tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    index_dir = tmp_path / "index"
+    argv = [str(exe), "--sample-over-cap-glob-results", "true", "--workdir", str(big), *index_args(index_dir)]
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, *argv], stdout=subprocess.PIPE, env={**os.environ, "TMPDIR": str(temp)}
+    )
+    assert host.stdout is not None
+    launcher = int(host.stdout.readline())
+    assert wait_until(lambda: bool(list(index_dir.rglob("content-0.sqlite"))), 60)  # building
+    children = Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()
+    host.kill()  # SIGKILL: the host's ends of the pipes close, nothing else tells the daemon
+    host.wait()
+    started = time.monotonic()
+    assert wait_until(lambda: not any(_alive(int(p)) for p in [launcher, *children]), EXIT_WITHIN_S + 5)
+    assert time.monotonic() - started <= EXIT_WITHIN_S + 1
+    assert not list(temp.glob("_MEI*"))  # the launcher removed its extraction directory
+    # What it built is kept, and the next daemon goes on from it.
+    d = Daemon(argv[1:], exe=exe)
+    try:
+        ready(d, timeout=120)
+        (workspace,) = [p for p in index_dir.iterdir() if p.is_dir()]
+        assert len([p for p in workspace.iterdir() if p.name.startswith("set-")]) == 1
+    finally:
+        d.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False

@@ -59,12 +59,12 @@ def git_dir_excludes(git_file: str) -> list[str]:
         return []
     gitdir = os.fsdecode(head[len(b"gitdir:") :].strip())
     if not os.path.isabs(gitdir):
-        gitdir = os.path.join(os.path.dirname(git_file), gitdir)
+        gitdir = os.path.normpath(os.path.join(os.path.dirname(git_file), gitdir))
     out = [os.path.join(gitdir, "info", "exclude"), os.path.join(gitdir, "commondir")]
     common = os.fsdecode(_read(os.path.join(gitdir, "commondir"), 4096).strip())
     if common:
         if not os.path.isabs(common):
-            common = os.path.join(gitdir, common)
+            common = os.path.normpath(os.path.join(gitdir, common))
         out.append(os.path.join(common, "info", "exclude"))
     return out
 

@@ -13,7 +13,7 @@ OFF, BUILDING, READY, FAILED = "off", "building", "ready", "failed"
 # Every state, with what it means for a search. The wire's enum and its description come from here.
 STATES: dict[str, str] = {
     OFF: "no index: searches walk the tree",
-    BUILDING: "the first build runs: searches walk the tree until it is ready (with index on, they wait for it)",
+    BUILDING: "the first build runs: searches walk the tree until it is ready",
     READY: "searches the index can answer exactly are answered from it; those that reach a part in doubt "
     "(inDoubt) walk",
     FAILED: "the index failed (its reason says why): searches walk, and it is built afresh after a pause",

@@ -408,7 +408,7 @@ func TestOnProgress(t *testing.T) {
 	}
 }
 
-var progressMessage = regexp.MustCompile(`^grep: (\d+ matches in \d+ files so far|waiting for a free search slot)$`)
+var progressMessage = regexp.MustCompile(`^grep: (\d+ matches in \d+ files so far( \(walking the tree: .+\))?|waiting for a free search slot)$`)
 
 // Options.CancelOnClose: Close cancels the calls still running instead of letting shutdown wait for them.
 func TestCancelOnClose(t *testing.T) {

@@ -335,7 +335,7 @@ def test_cancelling_the_task_cancels_the_search(make_client: MakeClient, slow_co
     run(session())
 
 
-PROGRESS_MESSAGE = r"grep: (\d+ matches in \d+ files so far|waiting for a free search slot)"
+PROGRESS_MESSAGE = r"grep: (\d+ matches in \d+ files so far( \(walking the tree: .+\))?|waiting for a free search slot)"
 
 
 def test_on_progress_of_a_typed_call(make_client: MakeClient, slow_corpus: Path) -> None:

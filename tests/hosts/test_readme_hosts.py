@@ -33,7 +33,7 @@ PLACEHOLDER = "/path/to/dsh-search"  # how the READMEs name a checkout of this r
 TRANSCRIPT = [
     r"grep: Found 250 of 600 matches",
     r"spill: (?P<pages>\d+) pages, (?P<lines>\d+) of (?P<total>\d+) lines",
-    r"progress: grep: (\d+ matches in \d+ files so far|waiting for a free search slot)",
+    r"progress: grep: (\d+ matches in \d+ files so far( \(walking the tree: .+\))?|waiting for a free search slot)",
     r"cancelled: -32800 SEARCH_ABORTED Error: grep was aborted before completion "
     r"\(tool timeout or caller cancellation\)",
     r"closed: 0",

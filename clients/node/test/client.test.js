@@ -344,7 +344,7 @@ describe('dsh-search-client', { skip: SKIP }, () => {
       });
       assert.ok(reports.length >= 1, 'no progress report');
       assert.equal(typeof reports[0].progress, 'number');
-      assert.match(reports[0].message, /^grep: (\d+ matches in \d+ files so far|waiting for a free search slot)$/);
+      assert.match(reports[0].message, /^grep: (\d+ matches in \d+ files so far( \(walking the tree: .+\))?|waiting for a free search slot)$/);
       const count = reports.length;
       assert.equal((await client.glob('**/*.md', { onProgress })).meta.total, 2); // fast: no report
       assert.equal(reports.length, count);

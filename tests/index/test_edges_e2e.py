@@ -25,7 +25,7 @@ import pytest
 from tests.index.test_index_e2e import FRAMINGS, answered, normalised, ready, same, tree
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.processes import wait_until
-from tests.support.trees import write
+from tests.support.trees import files_named, write
 from tests.support.unprivileged import NOBODY, unprivileged_tree
 
 pytestmark = pytest.mark.e2e
@@ -371,7 +371,7 @@ def test_no_file_of_the_index_is_mapped_into_memory(start: MakeDaemon, tmp_path:
     index_dir = tmp_path / "index"
     on, off = pair(start, root, index_dir)
     same(on, off, "grep", {"pattern": "SUSPEND_1[0-9]"})
-    assert not list(index_dir.rglob("*-shm"))
+    assert not files_named(index_dir, "*-shm")
     with open(f"/proc/{on.server_pid}/maps") as f:
         mapped = f.read()
     assert str(index_dir) not in mapped
@@ -411,7 +411,7 @@ def test_a_set_damaged_before_start_is_set_aside_not_reused(start: MakeDaemon, t
     first, off = pair(start, root, index_dir)
     same(first, off, "grep", {"pattern": "SUSPEND_1[0-9]"})
     first.stop()
-    shards = sorted(index_dir.rglob("content-*.sqlite"))
+    shards = files_named(index_dir, "content-*.sqlite")
     assert shards
     damaged = shards[0]
     with open(damaged, "r+b") as f:
@@ -503,22 +503,24 @@ INDEX_FILES = ["content-*.sqlite", "content-*.sqlite-wal", "content-*.sqlite-shm
 
 
 def damage(index_dir: Path, pattern: str, how: str) -> int:
-    """Damage every file of this kind under the index directory; how many there were."""
+    """Damage every file of this kind under the index directory; how many there were (a file the
+    daemon removed before it was damaged does not count)."""
     hit = 0
-    for path in index_dir.rglob(pattern):
-        if not path.is_file():
+    for path in files_named(index_dir, pattern):
+        try:
+            if how == "delete":
+                path.unlink()
+            elif how == "truncate":
+                os.truncate(path, 0)
+            else:
+                size = path.stat().st_size
+                with open(path, "r+b") as f:
+                    for offset in range(0, max(size, 1), 4096):
+                        f.seek(offset + 100 if size > offset + 200 else 0)
+                        f.write(os.urandom(64))
+        except FileNotFoundError:
             continue
         hit += 1
-        if how == "delete":
-            path.unlink()
-        elif how == "truncate":
-            os.truncate(path, 0)
-        else:
-            size = path.stat().st_size
-            with open(path, "r+b") as f:
-                for offset in range(0, max(size, 1), 4096):
-                    f.seek(offset + 100 if size > offset + 200 else 0)
-                    f.write(os.urandom(64))
     return hit
 
 
@@ -545,7 +547,7 @@ def test_every_index_file_damaged_while_searches_run_loses_no_request(
                 assert normalised(on.wait_for(request_id, timeout=60)) == expected[i], (how, kind, CALLS[i])
             assert on.no_response(0.2), (how, kind)  # each request answered once, nothing more
             assert on.result("ping") == {}
-    assert not list(index_dir.rglob("*-shm"))
+    assert not files_named(index_dir, "*-shm")
     assert wait_until(lambda: status_of(on)["state"] == "ready", 60), status_of(on)
     for i, (method, params) in enumerate(CALLS):
         assert normalised(on.call(method, params)) == expected[i]

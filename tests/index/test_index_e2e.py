@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.daemon import Daemon, MakeDaemon, error_of
 from tests.support.processes import wait_until
-from tests.support.trees import write
+from tests.support.trees import files_named, write
 
 pytestmark = pytest.mark.e2e
 
@@ -146,7 +146,7 @@ def test_an_index_deleted_or_corrupted_while_searches_run_loses_nothing(
     if damage == "delete":
         shutil.rmtree(index_dir)
     else:
-        for shard in index_dir.rglob("content-*.sqlite*"):
+        for shard in files_named(index_dir, "content-*.sqlite*"):
             shard.write_bytes(b"this is not a database" * 1000)
     for i in range(20):  # searches while the index notices, fails and is built again
         (root / "src" / f"later{i}.c").write_text(f"// LATER_{i} SUSPEND_{i}\n")

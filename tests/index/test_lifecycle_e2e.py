@@ -19,7 +19,7 @@ import pytest
 from tests.index.test_index_e2e import FRAMINGS, normalised, ready, same, tree
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.processes import wait_until
-from tests.support.trees import SLOW_PATTERN, write, write_slow_corpus
+from tests.support.trees import SLOW_PATTERN, files_named, write, write_slow_corpus
 
 pytestmark = pytest.mark.e2e
 
@@ -102,7 +102,7 @@ def test_exit_on_time_while_the_index_is_built_again(
     index_dir = tmp_path / "index"
     d = start("--workdir", str(big), *index_args(index_dir), framing=framing)
     ready(d, timeout=120)
-    for shard in index_dir.rglob("content-*.sqlite"):
+    for shard in files_named(index_dir, "content-*.sqlite"):
         shard.write_bytes(b"not a database")  # the index fails, and is built again after a pause
     assert "result" in d.call("grep", {"pattern": "TOKEN_77"})
     assert wait_until(lambda: status_of(d)["state"] == "building" and status_of(d).get("indexed", 0) > 0, 60)
@@ -282,7 +282,7 @@ def test_a_host_killed_while_its_daemon_builds_leaves_nothing(exe: Path, big: Pa
     )
     assert host.stdout is not None
     launcher = int(host.stdout.readline())
-    assert wait_until(lambda: bool(list(index_dir.rglob("content-0.sqlite"))), 60)  # building
+    assert wait_until(lambda: bool(files_named(index_dir, "content-0.sqlite")), 60)  # building
     children = Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()
     host.kill()  # SIGKILL: the host's ends of the pipes close, nothing else tells the daemon
     host.wait()

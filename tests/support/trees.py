@@ -3,6 +3,7 @@ ripgrep busy."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import random
 import shutil
@@ -15,6 +16,16 @@ BASE_NS = 1_700_000_000 * 10**9
 # every line, which takes about a second per 20 MB on one core, and it matches nothing in the slow
 # corpus (no word there has 9 letters), so a search lasts without flooding its output cap.
 SLOW_PATTERN = r"(?:\w+\W){1,20}?\w{9}\b"
+
+
+def files_named(root: Path, pattern: str) -> list[Path]:
+    """The files under root whose names match the pattern, sorted; a directory that vanishes while this
+    walks is skipped. A running daemon removes index sets it no longer trusts, so Path.rglob, which raises
+    when a directory disappears under it, is the wrong tool for its index directory."""
+    found: list[Path] = []
+    for parent, _dirs, names in os.walk(root):
+        found.extend(Path(parent) / name for name in fnmatch.filter(names, pattern))
+    return sorted(found)
 
 
 def write(root: Path, rel: str | bytes, content: str | bytes = "", mtime_s: float | None = None) -> Path:

@@ -325,18 +325,21 @@ def test_long_patterns_keep_what_was_learnt_before_the_budget_ran_out() -> None:
 # --- the plan: trigrams to look up -------------------------------------------------------------------
 
 
-def test_trigrams_are_spread_over_a_long_literal() -> None:
-    grams = trigrams("abcdefghijklmnopqrstuvwxyz")
+def test_every_trigram_of_a_literal_and_a_spread_of_a_long_one() -> None:
+    assert trigrams("struct spinlock") == [
+        *("str", "tru", "ruc", "uct", "ct ", "t s", " sp", "spi", "pin", "inl", "nlo", "loc", "ock")
+    ]
+    grams = trigrams("".join(chr(0x4E00 + i) for i in range(200)))
     assert len(grams) == TRIGRAMS_PER_LITERAL
-    assert grams[0] == "abc" and grams[-1] == "xyz"
+    assert grams[0] == "\u4e00\u4e01\u4e02" and grams[-1] == "".join(chr(0x4E00 + i) for i in range(197, 200))
     assert trigrams("ab") == []
 
 
-def test_plan_picks_the_rarest_trigrams_and_bounds_the_documents() -> None:
+def test_plan_asks_every_trigram_the_rarest_first_and_bounds_the_documents() -> None:
     counts = {"abc": 50, "bcd": 3, "cde": 9, "def": 700}
     planned = plan(required("abcdef"), lambda g: counts[g])
-    assert planned.need == ("and", ("bcd", "cde", "abc"))
-    assert match(planned.need) == '"bcd" AND "cde" AND "abc"'  # as the shards spell it
+    assert planned.need == ("and", ("bcd", "cde", "abc", "def"))
+    assert match(planned.need) == '"bcd" AND "cde" AND "abc" AND "def"'  # as the shards spell it
     assert planned.estimate == 3
     either = plan(required("abcd|cdef"), lambda g: counts[g])
     assert either.estimate == 3 + 9

@@ -44,17 +44,17 @@ def test_a_shard_finds_a_literal_across_a_chunk_seam(shard: Shard) -> None:
         batch.put(b"b/three", SIG, Text([b"needle"]))
         batch.opaque(b"a/wide", SIG)
     planned = need("needle")
-    found = sorted(shard.candidates(planned, *prefix_range(b"a/")))
+    found = sorted(shard.candidates(planned, *prefix_range(b"a/"))[0])
     # a/split holds every trigram of `needle` across its documents: a candidate (sound, not exact)
     assert found == [(b"a/one", TEXT), (b"a/split", TEXT), (b"a/wide", OPAQUE)]
-    assert sorted(shard.candidates(planned, b"", None))[-1] == (b"b/three", TEXT)
+    assert sorted(shard.candidates(planned, b"", None)[0])[-1] == (b"b/three", TEXT)
     other = need("needle|nothing")
-    assert [p for p, _ in sorted(shard.candidates(other, b"a/", b"a0"))] == [b"a/one", b"a/split", b"a/two", b"a/wide"]
+    assert [p for p, _ in sorted(shard.candidates(other, b"a/", b"a0")[0])] == [b"a/one", b"a/split", b"a/two", b"a/wide"]
     with shard.batch() as batch:
         batch.put(b"a/bin", SIG, Text([b"a need", b"le\0 and"]))  # big and binary: walked to, never named
-    assert (b"a/bin", BINARY) in shard.candidates(planned, b"a/", b"a0")
+    assert (b"a/bin", BINARY) in shard.candidates(planned, b"a/", b"a0")[0]
     both = need("xxxx.*needle")
-    assert [p for p, _ in sorted(shard.candidates(both, b"a/", b"a0"))] == [b"a/one", b"a/wide"]
+    assert [p for p, _ in sorted(shard.candidates(both, b"a/", b"a0")[0])] == [b"a/one", b"a/wide"]
     assert shard.count(b"", None) == 6
     assert list(shard.paths(b"a/", b"a0")) == [b"a/bin", b"a/one", b"a/split", b"a/two", b"a/wide"]
     assert shard.present([b"a/one", b"gone"]) == {b"a/one"}
@@ -67,7 +67,7 @@ def test_reindexing_and_removing_leave_garbage_counted_and_no_stale_hit(shard: S
     assert shard.documents() == 2
     with shard.batch() as batch:
         batch.put(b"f", SIG, Text([b"new text"]))
-    assert shard.candidates(need("needle"), b"", None) == []
+    assert shard.candidates(need("needle"), b"", None)[0] == []
     assert shard.garbage() == 2
     with shard.batch() as batch:
         batch.remove(b"f")

@@ -22,7 +22,17 @@ from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index.files import TEXT
 from dsh_search.index.globlist import Matcher
 
-MAX_ARGV_BYTES = 512 << 10  # files named on ripgrep's command line, in bytes
+def _argv_budget() -> int:
+    """Bytes of file names ripgrep's command line may carry: half of what execve takes (ARG_MAX, the
+    strings and their pointers together), the other half left for the environment and the rest."""
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):
+        arg_max = -1
+    return max(256 << 10, arg_max // 2) if arg_max > 0 else 512 << 10
+
+
+MAX_ARGV_BYTES = _argv_budget()  # files named on ripgrep's command line: names, their NULs and pointers
 MAX_WALKED_DIRS = 16  # directories walked to for files that hold a NUL; past it, walk everything
 
 
@@ -140,7 +150,7 @@ def grep_files(root: Root, chosen: dict[bytes, int], include: Matcher | None, de
             continue
         rel = path[cut:]
         printed = root.printed + path[keep:] if root.printed else rel
-        argv_bytes += len(printed) + 1
+        argv_bytes += len(printed) + 9  # the name, its NUL, its pointer
         if argv_bytes > MAX_ARGV_BYTES:
             return None
         if chosen[path] == TEXT:

@@ -237,9 +237,3 @@ def garbage_heavy(shards: list[Shard]) -> bool:
     """Whether most of the content index's documents are garbage (and there is enough of it to matter)."""
     garbage = sum(shard.garbage() for shard in shards)
     return garbage >= GARBAGE_REBUILD_MIN and garbage * 2 > sum(shard.documents() for shard in shards)
-
-
-def live_share(shards: list[Shard]) -> float:
-    """Of the content index's documents, the share that are current (not old versions)."""
-    documents = sum(shard.documents() for shard in shards)
-    return 1.0 if not documents else (documents - sum(shard.garbage() for shard in shards)) / documents

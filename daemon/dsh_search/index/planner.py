@@ -5,14 +5,15 @@ A grep is answered from the index only when that is both exact and cheaper than 
 1. `analyse`: the pattern's formula (query/analysis.py) must narrow the files at all, and the include
    glob must be one the index reads exactly as ripgrep does — else the search walks before anything is
    looked up;
-2. `Planner.choose`, once the workspace has judged the search's root: the formula's trigrams, rarest
-   first by document counts (cached across searches), must be selective — at most
-   `MAX_ESTIMATE_SHARE` of grep's files by the counts, checked against the current documents when old
-   versions inflate them — then each shard is asked for candidates under the root; the files changed
-   since indexed are read and judged now (at most `MAX_CHANGED_READ` of them); the candidates must be
-   at most `MAX_CANDIDATE_SHARE` of the files under the root; and when there are none, the planner
-   checks that ripgrep's walk would have searched a file at all (with none, ripgrep fails "No files
-   were searched", so the search walks to let it say so).
+2. `Planner.choose`, once the workspace has judged the search's root. The cost model is simple and
+   measured: ripgrep reading N named files costs about N / (files under the root) of its walk, and a
+   lookup a few milliseconds. So the candidates must be at most `MAX_CANDIDATE_SHARE` of the files
+   under the root — decided at once, before any lookup, when even the formula's rarest trigram is in
+   more files than that (document counts, cached across searches: microseconds); else measured, by a
+   lookup of every trigram's documents that stops as soon as it has found too many. The files changed
+   since indexed are read and judged now (at most `MAX_CHANGED_READ` of them), and when there is no
+   candidate at all the planner checks that ripgrep's walk would have searched a file (with none,
+   ripgrep fails "No files were searched", so the search walks to let it say so).
 
 Every "no" is None: the search walks, and the answer is the walk's. ripgrep decides every match among
 the files chosen.
@@ -38,11 +39,9 @@ from dsh_search.index.query.plan import NO_FILE, Plan, narrows, plan
 from dsh_search.index.reading import judged
 from dsh_search.index.shards import Shard, prefix_range
 
-MAX_CANDIDATE_SHARE = 0.5  # more candidates than this share of the files under the root: walk instead
-# A pattern whose rarest required trigram is in more than this share of all grep's files walks before any
-# candidate is looked up: the lookup would cost more than the walk saves, and an unselective pattern
-# must cost no more than a walk.
-MAX_ESTIMATE_SHARE = 0.15  # (document counts; see Planner._selective)
+# More candidates than this share of the files under the root: walk instead. ripgrep reading half the
+# files by name costs about half its walk; the index must never cost more than no index.
+MAX_CANDIDATE_SHARE = 0.5
 MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
 MAX_FREQUENCIES = 200_000  # trigram document counts cached; past it, the cache starts again
 
@@ -95,22 +94,9 @@ class Planner:
         planned = plan(query, frequency)
         return planned if planned.need is not None else None
 
-    async def _selective(self, shards: list[Shard], planned: Plan, live_share: float, limit: float) -> bool:
-        """Whether at most `limit` files can match, by document counts. Those count old versions of
-        re-indexed files too, which pile up on the text that is edited most: a count up to twice the
-        limit, with old versions in the index, is checked by counting the current documents that match."""
-        if planned.estimate <= limit:
-            return True
-        need = planned.need
-        if live_share >= 1.0 or planned.estimate > 2 * limit or need is None:
-            return False
-        counts = await asyncio.gather(*(asyncio.to_thread(shard.live_count, need) for shard in shards))
-        return sum(counts) <= limit
-
     async def choose(
         self,
         shards: list[Shard],
-        live_share: float,
         fresh: Freshness,
         root: Root,
         grep: GrepQuery,
@@ -127,12 +113,15 @@ class Planner:
             return None
         low, high = prefix_range(under)
         planned = await asyncio.to_thread(self._plan, shards, grep.query)
-        if planned is None or not await self._selective(shards, planned, live_share, MAX_ESTIMATE_SHARE * grep_files):
-            return None  # the pattern's rarest text is in too many files: a walk costs less
+        limit = int(MAX_CANDIDATE_SHARE * grep_files) + 1  # no lookup reads past this many of one shard
+        if planned is None or planned.estimate > limit:
+            return None  # even the rarest trigram is in too many files: decided without a lookup
         whole = under == b""
         parts = await asyncio.gather(
-            *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole) for shard in shards)
+            *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole, limit) for shard in shards)
         )
+        if any(part[3] for part in parts):
+            return None  # a lookup stopped at its limit: more candidates than a walk is worth
         total = grep_files if whole else sum(part[0] for part in parts)
         found = [hit for part in parts for hit in part[1]]
         members = set().union(*(part[2] for part in parts))
@@ -162,11 +151,16 @@ class Planner:
 
 
 def _ask(
-    shard: Shard, planned: Plan, low: bytes, high: bytes | None, changed: list[bytes], whole: bool
-) -> tuple[int, list[tuple[bytes, int]], set[bytes]]:
+    shard: Shard, planned: Plan, low: bytes, high: bytes | None, changed: list[bytes], whole: bool, limit: int
+) -> tuple[int, list[tuple[bytes, int]], set[bytes], bool]:
     """One shard's part: (files grep reads under the range — not counted for the whole workspace, which
-    the caller knows —, the indexed candidates there, which changed paths grep reads)."""
+    the caller knows —, the indexed candidates there, which changed paths grep reads, whether the lookup
+    stopped at `limit` candidates)."""
     members = shard.present(changed) if changed else set()
+    if planned.need is None:
+        return 0, [], members, False
+    found, stopped = shard.candidates(planned.need, low, high, limit)
+    if stopped:
+        return 0, [], members, True
     total = 0 if whole else shard.count(low, high)
-    found = shard.candidates(planned.need, low, high) if planned.need is not None else []
-    return total, found, members
+    return total, found, members, False

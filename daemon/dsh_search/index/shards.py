@@ -166,14 +166,6 @@ class Shard:
             row = self.reader.execute("SELECT doc FROM grams_vocab WHERE term = ?", (gram,)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def live_count(self, need: Need) -> int:
-        """How many current documents (not old versions) of single-document files satisfy `need`."""
-        with self.read_lock:
-            row = self.reader.execute(
-                "SELECT count(*) FROM grams JOIN docs d ON d.doc = grams.rowid WHERE grams MATCH ?", (match(need),)
-            ).fetchone()
-        return int(row[0])
-
     def documents(self) -> int:
         with self.lock:
             row = self.db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()
@@ -214,10 +206,13 @@ class Shard:
                 found.update(row[0] for row in self.reader.execute(query, chunk))
         return found
 
-    def candidates(self, need: Need, low: bytes, high: bytes | None) -> list[tuple[bytes, int]]:
+    def candidates(
+        self, need: Need, low: bytes, high: bytes | None, limit: int | None = None
+    ) -> tuple[list[tuple[bytes, int]], bool]:
         """(path, kind) of the files in [low, high) whose indexed text satisfies `need`, and of every
-        OPAQUE file there. A file of one document is looked up by one MATCH expression; a file of several
-        (`big_grams`) by which of its documents hold each trigram, the need judged per file: its
+        OPAQUE file there; and whether the lookup stopped at `limit` files of one document (then the
+        list is not complete). A file of one document is looked up by one MATCH expression; a file of
+        several (`big_grams`) by which of its documents hold each trigram, the need judged per file: its
         literals may straddle documents."""
         sql, args = _range(
             "SELECT d.path, d.kind FROM grams JOIN docs d ON d.doc = grams.rowid WHERE grams MATCH ? AND",
@@ -225,7 +220,11 @@ class Shard:
             high,
             "d.path",
         )
-        big_sql, _ = _range(
+        params: tuple[object, ...] = (match(need), *args)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (*params, limit)
+        big_sql, big_args = _range(
             "SELECT DISTINCT d.path, d.kind FROM big_grams JOIN docs d ON d.doc = big_grams.rowid "
             "WHERE big_grams MATCH ? AND",
             low,
@@ -234,17 +233,19 @@ class Shard:
         )
         opaque_sql, opaque_args = _range("SELECT path, kind FROM files WHERE kind = 2 AND", low, high)
         with self.read_lock:
-            found = self.reader.execute(sql, (match(need), *args)).fetchall()
+            found = self.reader.execute(sql, params).fetchall()
+            if limit is not None and len(found) >= limit:
+                return found, True
             found += self.reader.execute(opaque_sql, opaque_args).fetchall()
             if self.reader.execute("SELECT EXISTS (SELECT 1 FROM big_grams)").fetchone()[0]:
                 kinds: dict[bytes, int] = {}
                 holding: dict[str, set[bytes]] = {}
                 for gram in grams_of(need):
-                    rows = self.reader.execute(big_sql, (_quoted(gram), *args)).fetchall()
+                    rows = self.reader.execute(big_sql, (_quoted(gram), *big_args)).fetchall()
                     kinds.update(rows)
                     holding[gram] = {path for path, _kind in rows}
                 found += [(path, kinds[path]) for path in holders(need, holding)]
-        return found
+        return found, False
 
     # -- writing (one writer thread) ------------------------------------------------------------------------
 

@@ -102,7 +102,6 @@ class Workspace:
         self._set: ShardSet | None = None
         self._builder = Builder(self.root_b, self._shard_count)
         self._planner = Planner()
-        self._live_share = 1.0  # of the content index's documents, the share that are not garbage
         self._progress: list[int] = []  # files each shard has read so far in the first build
         self._searching = 0  # greps reading the shards now (a rebuild closes the old set after them)
         self._no_searches = asyncio.Event()
@@ -263,7 +262,6 @@ class Workspace:
                 text_bytes, unsettled = await self._builder.index(shard_set.shards, listing.paths, self._progress)
             finally:
                 reporter.cancel()
-            self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
             skipped = await asyncio.to_thread(builder.skipped_files, shard_set.shards, files, set(), self._builder.stop)
         except (asyncio.CancelledError, Stopped, WalkStopped):
             self._paused()
@@ -426,7 +424,6 @@ class Workspace:
             builder.reindex, shard_set.shards, self.root_b, list(batch), members, self._builder.stop
         )
         self._planner.forget()
-        self._live_share = await asyncio.to_thread(builder.live_share, shard_set.shards)
         fresh.reindexed(batch, done)
         self.counts.grep_files = await asyncio.to_thread(builder.grep_files, shard_set.shards, list(fresh.grep_new))
 
@@ -456,7 +453,6 @@ class Workspace:
         self.counts.bytes = text_bytes
         self.counts.index_bytes = await asyncio.to_thread(disk_bytes, self.dir)
         self.counts.rebuilds = (self.counts.rebuilds or 0) + 1
-        self._live_share = await asyncio.to_thread(builder.live_share, new.shards)
 
     async def _compact(self, fresh: Freshness) -> None:
         files = fresh.files
@@ -518,7 +514,7 @@ class Workspace:
         self._searching += 1
         self._no_searches.clear()
         try:
-            return await self._planner.choose(shards, self._live_share, fresh, root, grep, deny, self.counts.grep_files)
+            return await self._planner.choose(shards, fresh, root, grep, deny, self.counts.grep_files)
         finally:
             self._searching -= 1
             if not self._searching:

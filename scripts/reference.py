@@ -39,7 +39,7 @@ from dsh_search import __main__ as cli  # noqa: E402
 from dsh_search.config import KEYS  # noqa: E402
 from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED  # noqa: E402
 from dsh_search.methods.registry import MethodSpec, MethodTable  # noqa: E402
-from dsh_search.methods.tools import HOST_FIELDS, SEARCH_RESULT  # noqa: E402
+from dsh_search.methods.tools import GLOB_RESULT, GREP_RESULT, HOST_FIELDS  # noqa: E402
 from dsh_search.transport import jsonrpc  # noqa: E402
 from dsh_search.wiring import METHODS  # noqa: E402
 
@@ -558,7 +558,7 @@ def _method(spec: MethodSpec) -> list[str]:
     else:
         out += ["Params: none (omit `params`, or send `null`, `{}` or `[]`).", ""]
     out += ["Result:", "", "```json", _json(spec.result), "```", ""]
-    if spec.result is SEARCH_RESULT:
+    if spec.result is GLOB_RESULT or spec.result is GREP_RESULT:
         out += ["`meta` and `spill` are described in [Results of glob and grep](#results-of-glob-and-grep).", ""]
     if spec.errors:
         listed = ", ".join(f"{e['code']} `{e['message']}`" for e in spec.errors)
@@ -591,13 +591,13 @@ def block_example_setup() -> list[str]:
 
 
 def block_host_fields() -> list[str]:
-    tools = [spec.name for spec in MethodTable(METHODS).tools() if spec.tool and spec.tool.host_fields]
+    specs = MethodTable(METHODS).tools()
     out = [
         "| field | type | in | meaning |",
         "|---|---|---|---|",
     ]
-    where = ", ".join(f"`{t}`" for t in tools)
     for name, schema in HOST_FIELDS.items():
+        where = ", ".join(f"`{s.name}`" for s in specs if s.tool is not None and name in s.tool.host_fields)
         out.append(f"| `{name}` | {_type_of(schema)} | {where} | {_cell(schema.get('description', ''))} |")
     return out
 

@@ -233,6 +233,14 @@ KEYS: tuple[Key, ...] = (
         "notifications/tools/list_changed); always; never. The native method is served in every mode.",
     ),
     Key(
+        "readTool",
+        "bool",
+        False,
+        help="Whether tools/list offers read, a file reader with numbered lines and offset/limit paging, "
+        "confined as searches are (spill artifacts included), for hosts that have no reader of their own: "
+        'the search tools\' texts tell the model to "use read". The native method is served either way.',
+    ),
+    Key(
         "index",
         "str",
         "auto",
@@ -291,6 +299,7 @@ class Config(NamedTuple):
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     terminal_search: str
+    read_tool: bool
     index_mode: str  # the key `index`
     index_dir: str
     allowed_roots: tuple[str, ...]

@@ -24,7 +24,18 @@ from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.manager import IndexManager
-from dsh_search.methods import index, lifecycle, logs, mcp, roots, scrollback, spill_read, tools
+from dsh_search.methods import (
+    index,
+    lifecycle,
+    logs,
+    mcp,
+    resources,
+    roots,
+    scrollback,
+    spill_read,
+    subscriptions,
+    tools,
+)
 from dsh_search.methods.context import Context
 from dsh_search.methods.dispatch import Dispatcher
 from dsh_search.methods.registry import MethodSpec, MethodTable
@@ -42,6 +53,8 @@ METHODS: tuple[MethodSpec[Context], ...] = (
     *roots.SPECS,
     logs.SPEC,
     *mcp.SPECS,
+    *resources.SPECS,
+    subscriptions.SPEC,
     *tools.SPECS,
     spill_read.SPEC,
     *scrollback.SPECS,
@@ -133,18 +146,22 @@ def assemble(
     )
     ctx.control = server
     ctx.peer = server
+    # Retention also runs once when the daemon starts searching (not at start: a copy started only to be
+    # probed walks nothing), off the event loop so that search is not delayed.
+    ctx.first_search = lambda: threading.Thread(
+        target=_retain, args=(spill,), name="spill-retention", daemon=True
+    ).start()
     server.requests.on_idle = allocator.on_idle
     return Daemon(server, ctx, launcher)
 
 
 async def run(daemon: Daemon) -> int:
-    """Serve until the daemon exits; warnings also go to the client as notifications/message. The
-    workspace index, when on, starts with the workspace the daemon knows (an MCP client's roots may
-    change it with the first search)."""
+    """Serve until the daemon exits; warnings also go to the client as notifications/message. Nothing
+    starts before it is asked for: the workspace index opens with the first search (or index/status),
+    for the workspace that search names (methods/tools.py `search_scope`), so a copy of the daemon a
+    client starts only to ask `server/discover` opens no index and walks nothing."""
     handler = logs.install(daemon.ctx)
     ctx = daemon.ctx
-    if ctx.index is not None and (ctx.workdir_given or ctx.workspace != "/"):
-        ctx.index.set_workspace(ctx.workspace)
     try:
         return await daemon.server.serve()
     finally:
@@ -169,8 +186,6 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, wor
     # meanwhile ripgrep fills its 1 MiB pipe and stops. Python hands the GIL over after 5 ms by default;
     # after 1 ms, ripgrep reaches the raw-output cap of grep `static` in drivers/net ~15 % sooner.
     sys.setswitchinterval(GIL_SWITCH_S)
-    # Retention also runs at start, off the main thread so the first request is not delayed.
-    threading.Thread(target=_retain, args=(daemon.ctx.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(run(daemon))
 
 

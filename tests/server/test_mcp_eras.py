@@ -20,7 +20,7 @@ from dsh_search import texts
 from dsh_search.methods import era, mcp
 from tests.support.daemon import error_of
 from tests.support.inprocess import InProcessDaemon
-from tests.support.trees import SLOW_PATTERN, write
+from tests.support.trees import SLOW_PATTERN, project_copy, write
 
 MODERN = era.MODERN_VERSION
 
@@ -128,10 +128,15 @@ def test_modern_only_methods_without_the_envelope_miss_a_required_field(daemon: 
     assert daemon.result("ping") == {}
 
 
-def test_the_modern_era_has_only_its_own_methods(daemon: InProcessDaemon) -> None:
-    for method in ("ping", "logging/setLevel", "grep", "spill/read", "resources/subscribe", "rpc.discover", "no/such"):
-        refused = daemon.call(method, modern({"level": "info", "pattern": "x"}))
+def test_the_modern_era_lacks_what_it_removed_and_keeps_the_daemons_own_methods(daemon: InProcessDaemon) -> None:
+    for method in ("ping", "logging/setLevel", "resources/subscribe", "prompts/list", "no/such"):
+        refused = daemon.call(method, modern({"level": "info", "uri": "x"}))
         assert refused["error"] == {"code": -32601, "message": "Method not found", "data": method}
+    native = daemon.result("grep", modern({"pattern": "needle", "path": "src"}))
+    assert native["resultType"] == "complete" and native["_meta"] == server_info(daemon)
+    assert native["text"] == daemon.result("grep", {"pattern": "needle", "path": "src"})["text"]
+    appended = daemon.result("scrollback/append", modern({"sessionId": "t", "data": "x\n"}))
+    assert appended == {"resultType": "complete", "totalLines": 2, "truncated": False, "_meta": server_info(daemon)}
     null_id = {"jsonrpc": "2.0", "id": None, "method": "tools/list", "params": modern()}
     daemon.send(null_id)
     assert daemon.wait_for(None)["error"]["code"] == -32600
@@ -413,8 +418,6 @@ def test_legacy_clients_get_a_link_only_where_their_revision_has_one(tree: Path,
 
 # --- structuredContent sized for a model -----------------------------------------------------------------------------
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-
 
 def model_sizes(result: dict[str, Any]) -> tuple[int, int, int]:
     """The characters a model is given: the text, and structuredContent as the frameworks that prefer it
@@ -428,9 +431,10 @@ def model_sizes(result: dict[str, Any]) -> tuple[int, int, int]:
 
 
 def test_structured_content_costs_a_model_at_most_a_tenth_more_than_the_text(tmp_path: Path) -> None:
-    """A capped grep and a capped glob over this repository's own sources (a real project's names and
-    lines), at the default caps."""
-    with InProcessDaemon(workdir=REPOSITORY, spillDir=str(tmp_path / "spill"), index="off") as d:
+    """A capped grep and a capped glob over a copy of this repository's sources (a real project's names
+    and lines), at the default caps."""
+    project = project_copy(tmp_path / "project")
+    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off") as d:
         measured = {}
         for name, arguments in (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"})):
             result = d.result("tools/call", modern({"name": name, "arguments": arguments}))

@@ -16,8 +16,8 @@
   here. This module is the only one that imports jsonrpcserver, and it imports only the modules that
   dispatch (see `_load`).
 - Before the route, the era (methods/era.py): a request carrying the 2026-07-28 envelope in `_meta` is
-  checked (-32602, -32022), may name only that revision's methods (-32601 otherwise), runs with what it
-  says about itself in `session.current`, and its result gets that revision's shape (`era.complete`);
+  checked (-32602, -32022), may not name a method that revision removed (-32601), runs with what it says
+  about itself in `session.current`, and its result gets that revision's shape (`era.complete`);
   anything else is served as it always was. Each message is judged on its own: no connection is locked
   to an era.
 - Around the run: `shutdown` makes everything but `exit` an error, a legacy tool call waits (bounded)
@@ -117,7 +117,7 @@ class Dispatcher:
 
     def era_of(self, call: jsonrpc.Call) -> era.Envelope | Response | None:
         """The envelope of a modern request; the answer that refuses one (a bad envelope, a method the
-        modern era does not have, a modern-only method without the envelope); None: legacy or native.
+        modern era removed, a modern-only method without the envelope); None: legacy or native.
         `initialize` is always legacy, whatever its `_meta` holds."""
         if call.method == "initialize":
             return None
@@ -130,7 +130,7 @@ class Dispatcher:
             return None
         if call.id is None:  # MCP: a request id is never null
             return jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid request: the id must not be null")
-        if call.method not in era.MODERN_METHODS:
+        if call.method in era.LEGACY_ONLY:
             return jsonrpc.error(call.id, jsonrpc.METHOD_NOT_FOUND, "Method not found", call.method)
         return found
 

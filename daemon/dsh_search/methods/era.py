@@ -11,7 +11,9 @@ for (docs/decisions.md) — so the dispatcher asks, for every request:
 - `initialize` is legacy, whatever its `_meta` says (as the reference SDKs read it);
 - a request whose `_meta` names `io.modelcontextprotocol/protocolVersion` is modern: its envelope is
   checked here (a missing or ill-typed field is -32602, a version not served is -32022 with the versions
-  that are), and only the methods of `MODERN_METHODS` exist for it (others are -32601);
+  that are); the methods 2026-07-28 removed (`LEGACY_ONLY`: ping, logging/setLevel, …) do not exist for
+  it (-32601), and the daemon's own methods (glob, grep, scrollback/append, …) are served to it as the
+  reference SDKs serve methods a server registers beyond the spec's;
 - anything else is what it always was: a native call or a legacy MCP request — except the methods that
   only exist in the modern era (`MODERN_ONLY`), which without the envelope miss a required field (-32602).
 """
@@ -39,16 +41,16 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-# The methods a modern request may name (the rest of 2026-07-28 — prompts, completion — is not served).
-MODERN_METHODS = frozenset(
+# Methods of the legacy era that 2026-07-28 removed: a modern request of one is -32601. (The rest of
+# 2026-07-28 that the daemon does not serve — prompts, completion — is -32601 in both eras.)
+LEGACY_ONLY = frozenset(
     {
-        "server/discover",
-        "tools/list",
-        "tools/call",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "subscriptions/listen",
+        "ping",
+        "logging/setLevel",
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+        "resources/subscribe",
+        "resources/unsubscribe",
     }
 )
 # Methods of the modern era only: a request of one without the envelope lacks a required field.

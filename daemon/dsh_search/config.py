@@ -88,9 +88,9 @@ _DIRECTORY_DEFAULTS = {"spillDir": default_spill_dir, "indexDir": default_index_
 # The index's modes (the key `index`), each with what it does. The one table: the manager, the flag's
 # help and index/status's schema read it.
 INDEX_MODES: dict[str, str] = {
-    "auto": "builds it in the background once a walk of the workspace was slow, on Linux and local "
-    "filesystems, and searches walk until it is ready",
-    "on": "builds it at start and searches wait for it",
+    "auto": "builds it in the background once a walk of the workspace was slow (or at the first search when "
+    "an index of it is on disk), on Linux and local filesystems, and searches walk until it is ready",
+    "on": "builds it for the workspace of the first search, which waits for it, as later ones do",
     "off": "never builds one",
 }
 

@@ -67,7 +67,9 @@ SPEC = MethodSpec(
     summary="MCP 2026-07-28: a stream of the notifications asked for (toolsListChanged is the one honoured), "
     "acknowledged at once and open until the client cancels it or the daemon's input ends.",
     handler=listen,
-    params=object_schema({"notifications": {"type": "object"}, "_meta": {"type": "object"}}, ["notifications"]),
+    params=object_schema(
+        {"notifications": {"type": "object"}, "_meta": {"type": "object"}}, ["notifications", "_meta"]
+    ),
     result=object_schema({"resultType": {"type": "string"}, "_meta": {"type": "object"}}, ["resultType", "_meta"]),
     errors=openrpc_errors(INVALID_ARGS, cancellable=True),
 )

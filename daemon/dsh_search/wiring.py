@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 from dsh_search import __version__, memory
@@ -47,6 +48,7 @@ from dsh_search.transport.stdio import Server
 log = logging.getLogger("dsh_search")
 
 GIL_SWITCH_S = 0.001  # see serve
+RETENTION_AFTER_S = 1.0  # see run
 
 METHODS: tuple[MethodSpec[Context], ...] = (
     *lifecycle.SPECS,
@@ -146,11 +148,11 @@ def assemble(
     )
     ctx.control = server
     ctx.peer = server
-    # Retention also runs once when the daemon starts searching (not at start: a copy started only to be
-    # probed walks nothing), off the event loop so that search is not delayed.
-    ctx.first_search = lambda: threading.Thread(
-        target=_retain, args=(spill,), name="spill-retention", daemon=True
-    ).start()
+    # Retention also runs once soon after start (see run) or at the first search, whichever comes first,
+    # off the event loop so that search is not delayed.
+    ctx.first_search = _once(
+        lambda: threading.Thread(target=_retain, args=(spill,), name="spill-retention", daemon=True).start()
+    )
     server.requests.on_idle = allocator.on_idle
     return Daemon(server, ctx, launcher)
 
@@ -162,9 +164,19 @@ async def run(daemon: Daemon) -> int:
     client starts only to ask `server/discover` opens no index and walks nothing."""
     handler = logs.install(daemon.ctx)
     ctx = daemon.ctx
+    # The spill store's retention scan runs RETENTION_AFTER_S after start, or with the first search if
+    # that comes sooner: a copy a client starts only to probe is gone within a few hundred milliseconds
+    # and scans nothing, a daemon that lives on cleans up as it always did.
+    retention = (
+        asyncio.get_running_loop().call_later(RETENTION_AFTER_S, ctx.first_search)
+        if ctx.first_search is not None
+        else None
+    )
     try:
         return await daemon.server.serve()
     finally:
+        if retention is not None:
+            retention.cancel()
         if ctx.index is not None:
             ctx.index.close()
         logs.uninstall(handler)
@@ -196,6 +208,17 @@ def _stop_all(index_manager: IndexManager | None, *launchers: Launcher) -> None:
         index_manager.close()
     for launcher in launchers:
         launcher.groups.kill_all()
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """`action`, run by the first call only."""
+    pending = [action]
+
+    def run_once() -> None:
+        if pending:
+            pending.pop()()
+
+    return run_once
 
 
 def _retain(store: SpillStore) -> None:

@@ -633,6 +633,10 @@ def test_a_copy_that_is_only_probed_does_nothing_and_is_gone_at_once(exe: Path, 
     project = tree(tmp_path / "p", {"a.md": "x\n"})
     index_dir, scratch = tmp_path / "index", tmp_path / "tmp"
     scratch.mkdir()
+    stale = tmp_path / "spill" / "session-0123456789ab" / "0123456789ab-glob-results.txt"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("a result a week old, which retention removes")
+    os.utime(stale, (time.time() - 8 * 86400, time.time() - 8 * 86400))
     argv = [str(exe), "--sample-over-cap-glob-results", "true", "--index", "on", "--index-dir", str(index_dir)]
     argv += ["--spill-dir", str(tmp_path / "spill")]
     probe = {
@@ -665,5 +669,5 @@ def test_a_copy_that_is_only_probed_does_nothing_and_is_gone_at_once(exe: Path, 
             child.kill()
             child.wait()
     assert not index_dir.exists(), "the probed copy opened an index"
-    assert not (tmp_path / "spill").exists()
+    assert stale.exists(), "the probed copy scanned the spill store"
     assert list(scratch.iterdir()) == [], "the launcher's unpacked runtime was left behind"

@@ -23,7 +23,6 @@ import asyncio
 import os
 import re
 import sys
-import urllib.parse
 from typing import Any, NamedTuple
 
 from dsh_search import texts
@@ -59,6 +58,8 @@ _DIGITS = re.compile(r"^[0-9]+$")
 
 def uri_of(spill_root: str, locator: str) -> str | None:
     """The URI of the artifact at `locator` (None when it is not where the store puts artifacts)."""
+    import urllib.parse  # here, not at the top: a capped result needs it, not the start (~2 ms)
+
     relative = os.path.relpath(locator, os.path.abspath(spill_root))
     session, _, artifact = relative.partition("/")
     if not _SESSION.match(session) or not _ARTIFACT.match(artifact):
@@ -97,6 +98,8 @@ class Page(NamedTuple):
 
 def parse(spill_root: str, uri: str) -> Page:
     """The artifact and lines a URI of ours names; raises INVALID_ARGS with the reason for anything else."""
+    import urllib.parse
+
     try:
         parts = urllib.parse.urlsplit(uri)
     except ValueError:
@@ -196,9 +199,6 @@ SPECS = (
         handler=read,
         params=object_schema({"uri": {"type": "string"}, "_meta": {"type": "object"}}, ["uri"]),
         result=object_schema({"contents": {"type": "array"}}, ["contents"]),
-        errors=(
-            *openrpc_errors(INVALID_ARGS),
-            {"code": RESOURCE_NOT_FOUND, "message": "Resource not found (-32602 for a 2026-07-28 request)"},
-        ),
+        errors=openrpc_errors(INVALID_ARGS),  # MCP's own codes (-32002, -32602) are in docs/reference.md
     ),
 )

@@ -34,6 +34,7 @@ from tests.support.trees import project_copy
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*deprecated as of 2026-07-28")]
 
 MODES = ["auto", "legacy"]
+SLOW = ("--timeout-ms", "120000")  # the slow searches take seconds, more on a busy machine
 VERSION = {"auto": era.MODERN_VERSION, "legacy": "2025-11-25"}
 
 
@@ -341,7 +342,7 @@ def test_progress_on_a_slow_search_and_none_on_a_fast_one(
         seen.append((progress, total, message))
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus)), errlog, mode) as c:
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
             fast = await c.call_tool("glob", {"pattern": "*.txt"}, progress_callback=on_progress)
             assert not fast.is_error and not seen, seen
             slow = await c.call_tool("grep", {"pattern": slow_pattern}, progress_callback=on_progress)
@@ -383,7 +384,7 @@ def test_cancellation_stops_the_search(
     answered: list[Any] = []
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus)), errlog, mode) as c:
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
 
             async def call() -> None:
                 answered.append(await c.call_tool("grep", {"pattern": slow_pattern}))

@@ -279,10 +279,24 @@ def test_a_modern_client_with_roots_is_asked_for_them_per_call(tree: Path, tmp_p
             modern({"name": "terminal_search", "arguments": {"sessionId": "t", "pattern": "x"}}, **with_roots),
         )
         assert term["resultType"] == "complete"
+        # A native call is never answered input_required (MCP allows it on tools/call only).
+        native = d.result("glob", modern({"pattern": "x.md"}, **with_roots))
+        assert native["resultType"] == "complete" and native["text"] == "other/x.md"
         # Without the capability, the daemon's own directory: here it was started in tmp_path.
         plain = d.result("tools/call", modern({"name": "glob", "arguments": {"pattern": "x.md"}}))
         assert plain["content"][0]["text"] == "other/x.md"
         assert d.no_response(0.2)  # and the daemon never sent roots/list
+
+
+def test_host_fields_and_confinement_in_the_modern_era(tree: Path) -> None:
+    """The per-call cwd (host-only, in _meta beside the envelope), --workdir and the allowed roots, as in
+    the legacy era."""
+    with InProcessDaemon(workdir=tree, allowedRoots=[str(tree / "src")]) as d:
+        inside = d.result("tools/call", modern({"name": "grep", "arguments": {"pattern": "needle"}}, cwd="src"))
+        assert inside["content"][0]["text"] == "Found 2 matches\n\na.py\nLine 1: needle = 1\n\nb.py\nLine 2: needle()"
+        smuggled = modern({"name": "glob", "arguments": {"pattern": "*.md", "cwd": "src"}})  # not the model's
+        outside = d.result("tools/call", smuggled)
+        assert outside["isError"] and outside["content"][0]["text"] == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
 
 
 def test_with_workdir_a_modern_client_is_not_asked_for_roots(daemon: InProcessDaemon) -> None:

@@ -149,7 +149,7 @@ class Dispatcher:
             return None  # a modern notification: only cancellation means anything, and the transport acted on it
         session.current.set(session.Request(call.id, envelope))
         target = self.route(call, envelope)
-        if envelope is not None and target.tool is not None and target.spec is not None:
+        if envelope is not None and target.mcp:  # MCP lets only tools/call (here) answer input_required
             asked = self._modern_roots(call, target, envelope)
             if asked is not None:
                 return asked

@@ -22,6 +22,8 @@ const EXE = process.env.DSH_SEARCH_EXE;
 const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
 const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
 const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
+// The slow searches take seconds, more on a busy machine: the daemon's own timeout must not end them.
+const SLOW_TIMEOUT_MS = '120000';
 
 function scratch(files) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-mcp-ts-'));
@@ -104,7 +106,7 @@ test('roots from the client are the workspace, and follow roots/list_changed', {
 });
 
 test('progress notifications during a slow search', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const seen = [];
     const result = await client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {
@@ -121,7 +123,7 @@ test('progress notifications during a slow search', { skip }, async () => {
 });
 
 test('cancellation: an aborted call stops ripgrep and the session goes on', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const controller = new AbortController();
     const call = client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {

@@ -18,6 +18,8 @@ const EXE = process.env.DSH_SEARCH_EXE;
 const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
 const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
 const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
+// The slow searches take seconds, more on a busy machine: the daemon's own timeout must not end them.
+const SLOW_TIMEOUT_MS = '120000';
 const MODERN = '2026-07-28';
 const ENVELOPE = {
   'io.modelcontextprotocol/protocolVersion': MODERN,
@@ -181,7 +183,7 @@ test('a capped result is read through its resource link and through the read too
 });
 
 test('progress notifications during a slow search', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const seen = [];
     const result = await client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, {
@@ -198,7 +200,7 @@ test('progress notifications during a slow search', { skip }, async () => {
 });
 
 test('cancellation: an aborted call stops ripgrep and the session goes on', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const controller = new AbortController();
     const call = client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, {

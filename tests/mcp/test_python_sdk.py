@@ -469,7 +469,7 @@ def drain(d: Daemon, until_id: Any, timeout: float = 60) -> list[dict[str, Any]]
 def test_progress_is_never_written_after_the_answer(
     exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, framing: str
 ) -> None:
-    d = raw(exe, spill, "--workdir", str(slow_corpus), framing=framing)
+    d = raw(exe, spill, "--workdir", str(slow_corpus), *SLOW, framing=framing)
     try:
         call = d.request("grep", {"pattern": slow_pattern, "_meta": {"progressToken": 7}, "workDoneToken": "w"})
         messages = drain(d, call)

@@ -37,9 +37,10 @@ sys.path.insert(0, str(ROOT / "daemon"))
 
 from dsh_search import __main__ as cli  # noqa: E402
 from dsh_search.config import KEYS  # noqa: E402
-from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED  # noqa: E402
+from dsh_search.methods.era import UNSUPPORTED_PROTOCOL_VERSION  # noqa: E402
+from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED, RESOURCE_NOT_FOUND  # noqa: E402
 from dsh_search.methods.registry import MethodSpec, MethodTable  # noqa: E402
-from dsh_search.methods.tools import HOST_FIELDS, SEARCH_RESULT  # noqa: E402
+from dsh_search.methods.tools import GLOB_RESULT, GREP_RESULT, HOST_FIELDS  # noqa: E402
 from dsh_search.transport import jsonrpc  # noqa: E402
 from dsh_search.wiring import METHODS  # noqa: E402
 
@@ -66,9 +67,18 @@ EXAMPLE_ARGS = (
     "--spill-dir",
     "<spill-dir>",
 )
-# A request param written like this is replaced by the locator of the latest spilled result.
+# A request param written like this is replaced by the locator of the latest spilled result, and one
+# written like SPILL_URI by the URI of the latest result's resource_link.
 SPILL_LOCATOR = "<spill-dir>/session-<12 hex>/<12 hex>-glob-results.txt"
+SPILL_URI = "dsh-search://spill/session-<12 hex>/<12 hex>-glob-results.txt"
 RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
+# The per-request fields of a 2026-07-28 request, and what every modern result carries in its _meta.
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "example-client", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "dsh-search", "version": "<version>"}}
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,25 @@ _TERMINAL = "$ make\r\ncc -c main.c\r\nmain.c:3: error: expected ';'\r\nmake: **
 # In the order they are sent: one session, one daemon. Ids are assigned in this order.
 EXAMPLES: tuple[Example, ...] = (
     Example(
+        "server/discover",
+        "server/discover",
+        {"_meta": ENVELOPE},
+        {
+            "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": True}, "resources": {}},
+                "instructions": "<the glob guidance, a blank line, the grep guidance>",
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": SERVER_INFO,
+            }
+        },
+        title="A 2026-07-28 client's probe, here the first message of the session: answered at once, and "
+        "nothing is started for it. The same connection then opens a legacy session with `initialize`: each "
+        "message is served in the era it arrives in.",
+    ),
+    Example(
         "initialize",
         "initialize",
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "example-host", "version": "1"}},
@@ -96,7 +125,7 @@ EXAMPLES: tuple[Example, ...] = (
             "result": {
                 "protocolVersion": "2025-06-18",
                 "serverInfo": {"name": "dsh-search", "version": "<version>"},
-                "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+                "capabilities": {"tools": {"listChanged": True}, "logging": {}, "resources": {}},
                 "instructions": "<the glob guidance, a blank line, the grep guidance>",
                 "guidance": {"glob": "<…>", "grep": "<…>", "terminal_search": "<…>"},
                 "ripgrep": {"path": "<installation>/dsh-search-rg", "version": "15.2.0"},
@@ -134,7 +163,7 @@ EXAMPLES: tuple[Example, ...] = (
                         "name": name,
                         "description": f"<{name}'s description>",
                         "inputSchema": f"<{name}'s model-facing params>",
-                        "outputSchema": f"<{name}'s structuredContent: its result, or its error's code and text>",
+                        "outputSchema": "<structuredContent: the text the model is shown, {text}>",
                         "annotations": {"readOnlyHint": True},
                     }
                     for name in ("glob", "grep")
@@ -213,6 +242,22 @@ EXAMPLES: tuple[Example, ...] = (
         title="A locator that is not a spill artifact.",
     ),
     Example(
+        "read",
+        "read",
+        {"path": "src/util.py", "limit": 1},
+        {
+            "result": {
+                "text": "     1\tdef helper():\n\n(Showing lines 1-1 of 2. Use offset 2 to read more.)",
+                "path": "<tree>/src/util.py",
+                "startLine": 1,
+                "endLine": 1,
+                "totalLines": 2,
+                "nextOffset": 2,
+            }
+        },
+        title="A file's first line, numbered; with `--read-tool true` it is also an MCP tool.",
+    ),
+    Example(
         "glob",
         "glob",
         {"pattern": " "},
@@ -280,13 +325,13 @@ EXAMPLES: tuple[Example, ...] = (
                 "structuredContent": {
                     "text": "Found 2 matches\n\napp.py\nLine 5:     # TODO: parse args\n\n"
                     "util.py\nLine 2:     return 42  # TODO: cache",
-                    "meta": "<as grep's meta>",
-                    "spill": None,
                 },
                 "isError": False,
+                "_meta": {"dsh-search/result": {"meta": "<as grep's meta>", "spill": None}},
             }
         },
-        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it).",
+        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it). "
+        "`structuredContent` is the text; the rest of grep's result is in `_meta`.",
     ),
     Example(
         "tools/call",
@@ -295,15 +340,155 @@ EXAMPLES: tuple[Example, ...] = (
         {
             "result": {
                 "content": [{"type": "text", "text": "Error: glob pattern rejected by ripgrep: <ripgrep's message>"}],
-                "structuredContent": {
-                    "code": "SEARCH_INVALID_PATTERN",
-                    "text": "Error: glob pattern rejected by ripgrep: <ripgrep's message>",
-                },
                 "isError": True,
+                "_meta": {
+                    "dsh-search/error": {
+                        "code": "SEARCH_INVALID_PATTERN",
+                        "text": "Error: glob pattern rejected by ripgrep: <ripgrep's message>",
+                    }
+                },
             }
         },
-        title="A failing tool is an error result, not a JSON-RPC error. (A `cwd` among the arguments is "
-        "ignored: host-only fields come from `_meta`.)",
+        title="A failing tool is an error result with its text alone, not a JSON-RPC error; the failure's kind is "
+        "in `_meta`. (A `cwd` among the arguments is ignored: host-only fields come from `_meta`.)",
+    ),
+    Example(
+        "tools/list",
+        "tools/list",
+        {"_meta": ENVELOPE},
+        {
+            "result": {
+                "resultType": "complete",
+                "tools": "<the same tools as above>",
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": SERVER_INFO,
+            }
+        },
+        title="The same list for a 2026-07-28 request: that revision's result fields around it.",
+    ),
+    Example(
+        "tools/call",
+        "tools/call",
+        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": ENVELOPE},
+        {
+            "result": {
+                "resultType": "complete",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "src/app.py\ndocs/notes.md\nREADME.md\n\n(Showing 3 of 5 paths, sampled across 3 of "
+                        "the 4 top-level entries this pattern matched instead of taken in modification-time order. "
+                        f"Narrow path to inspect a specific subtree. Full sorted result stored at: {SPILL_LOCATOR}. "
+                        f"{RETRIEVAL_HINT})",
+                    },
+                    {
+                        "type": "resource_link",
+                        "uri": SPILL_URI,
+                        "name": "<12 hex>-glob-results.txt",
+                        "mimeType": "text/plain",
+                        "size": 64,
+                    },
+                ],
+                "structuredContent": {"text": "<the text above>"},
+                "isError": False,
+                "_meta": {
+                    "dsh-search/result": {"meta": "<as glob's meta>", "spill": "<as glob's spill>"},
+                    **SERVER_INFO,
+                },
+            }
+        },
+        title="A capped glob from a 2026-07-28 client: the text names the saved result (for clients that "
+        "ignore links) and a `resource_link` leads to it.",
+    ),
+    Example(
+        "resources/read",
+        "resources/read",
+        {"uri": SPILL_URI + "?offset=4&limit=2", "_meta": ENVELOPE},
+        {
+            "result": {
+                "resultType": "complete",
+                "contents": [
+                    {
+                        "uri": SPILL_URI + "?offset=4&limit=2",
+                        "mimeType": "text/plain",
+                        "text": "README.md\ntests/test_app.py",
+                        "_meta": {
+                            "dsh-search/lines": {"startLine": 4, "endLine": 5, "totalLines": 5, "nextOffset": None}
+                        },
+                    }
+                ],
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": SERVER_INFO,
+            }
+        },
+        title="Lines 4 and 5 of the artifact that link names (without `?offset&limit`: all of it).",
+    ),
+    Example(
+        "resources/read",
+        "resources/read",
+        {"uri": "dsh-search://spill/session-000000000000/000000000000-gone.txt"},
+        {
+            "error": {
+                "code": -32002,
+                "message": "Resource not found",
+                "data": {"uri": "dsh-search://spill/session-000000000000/000000000000-gone.txt"},
+            }
+        },
+        title="No such artifact, for a legacy client (-32602 for a 2026-07-28 request; a URI that is not a "
+        "spill artifact's is -32602 in both).",
+    ),
+    Example(
+        "resources/templates/list",
+        "resources/templates/list",
+        None,
+        {
+            "result": {
+                "resourceTemplates": [
+                    {
+                        "uriTemplate": "dsh-search://spill/{session}/{artifact}{?offset,limit}",
+                        "name": "spill-artifact",
+                        "title": "Saved search result",
+                        "description": "<what it is, and what offset and limit do>",
+                        "mimeType": "text/plain",
+                    }
+                ]
+            }
+        },
+    ),
+    Example(
+        "resources/list",
+        "resources/list",
+        {"_meta": ENVELOPE},
+        {
+            "result": {
+                "resultType": "complete",
+                "resources": [],
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": SERVER_INFO,
+            }
+        },
+        title="Nothing is listed: artifacts are reached through their links.",
+    ),
+    Example(
+        "subscriptions/listen",
+        "subscriptions/listen",
+        {"notifications": {"toolsListChanged": True}, "_meta": ENVELOPE},
+        None,
+        title="Answered only when the stream ends (with `{resultType, _meta}` when the daemon's input ends). "
+        "First comes `notifications/subscriptions/acknowledged {_meta: {io.modelcontextprotocol/subscriptionId: "
+        "<this id>}, notifications: {toolsListChanged: true}}`; then a `notifications/tools/list_changed` with "
+        "the same `_meta` when terminal_search joins the tools.",
+    ),
+    Example(
+        "subscriptions/listen",
+        "notifications/cancelled",
+        {"requestId": "<the listen request's id>", "_meta": ENVELOPE},
+        None,
+        notification=True,
+        title="The client ends the stream; the listen request is not answered.",
     ),
     Example(
         "scrollback/append",
@@ -370,12 +555,12 @@ EXAMPLES: tuple[Example, ...] = (
                 "mode": "auto",
                 "root": "<tree>",
                 "answered": {"glob": 0, "grep": 0},
-                "walked": 6,
+                "walked": 7,
                 "reason": "waiting for a search that walks for 0.2 s or more",
             }
         },
         title="With the default `--index auto` on a small tree: every walk was quick, so no index was built "
-        "and the six searches so far walked.",
+        "and the seven searches so far walked.",
     ),
     Example(
         "rpc.discover",
@@ -415,6 +600,42 @@ EXAMPLES: tuple[Example, ...] = (
             }
         },
         title="Params that do not fit the method's schema.",
+    ),
+    Example(
+        "errors",
+        "server/discover",
+        {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+        {
+            "error": {
+                "code": -32602,
+                "message": "params._meta is missing the required envelope key(s): "
+                "io.modelcontextprotocol/clientCapabilities",
+            }
+        },
+        title="A 2026-07-28 request without a required field of its envelope.",
+    ),
+    Example(
+        "errors",
+        "tools/list",
+        {"_meta": {**ENVELOPE, "io.modelcontextprotocol/protocolVersion": "2027-01-01"}},
+        {
+            "error": {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {
+                    "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+                    "requested": "2027-01-01",
+                },
+            }
+        },
+        title="A revision the daemon does not speak: the ones it does (2025-11-25 and older through `initialize`).",
+    ),
+    Example(
+        "errors",
+        "ping",
+        {"_meta": ENVELOPE},
+        {"error": {"code": -32601, "message": "Method not found", "data": "ping"}},
+        title="A method 2026-07-28 removed (`ping`, `logging/setLevel`), asked with that revision's envelope.",
     ),
     Example("shutdown", "shutdown", None, {"result": None}),
     Example(
@@ -515,7 +736,24 @@ PARAM_NOTES: dict[tuple[str, str], str] = {
     ("tools/call", "name"): "The tool: `glob`, `grep` or `terminal_search`.",
     ("tools/call", "arguments"): "The tool's model-facing params (see the tool's method).",
     ("tools/call", "_meta"): "Host-only fields: `cwd` and `sessionId` for glob and grep (see "
-    "[Host-only fields](#host-only-fields)).",
+    "[Host-only fields](#host-only-fields)); for a 2026-07-28 request also its envelope and `progressToken`.",
+    ("tools/call", "inputResponses"): "2026-07-28: the answers to an `input_required` result (the client's "
+    "roots, as `roots`).",
+    ("tools/call", "requestState"): "2026-07-28: echoed from an `input_required` result (the daemon sends none).",
+    ("tools/list", "cursor"): "The list has one page: any cursor is -32602.",
+    ("tools/list", "_meta"): "A 2026-07-28 request's envelope (then the result has that revision's fields).",
+    ("server/discover", "_meta"): "The 2026-07-28 envelope: `io.modelcontextprotocol/protocolVersion`, "
+    "`…/clientCapabilities` (required), `…/clientInfo`, `…/logLevel`.",
+    ("resources/list", "cursor"): "The list has one page: any cursor is -32602.",
+    ("resources/list", "_meta"): "A 2026-07-28 request's envelope.",
+    ("resources/templates/list", "cursor"): "The list has one page: any cursor is -32602.",
+    ("resources/templates/list", "_meta"): "A 2026-07-28 request's envelope.",
+    ("resources/read", "uri"): "`dsh-search://spill/<session>/<artifact>`, as a capped result's "
+    "`resource_link` gives it, optionally with `?offset=N&limit=M` (1-based lines).",
+    ("resources/read", "_meta"): "A 2026-07-28 request's envelope.",
+    ("subscriptions/listen", "notifications"): "What to hear: `toolsListChanged` is honoured; "
+    "`promptsListChanged`, `resourcesListChanged` and `resourceSubscriptions` are accepted and not honoured.",
+    ("subscriptions/listen", "_meta"): "The 2026-07-28 envelope (required).",
 }
 
 
@@ -558,7 +796,7 @@ def _method(spec: MethodSpec) -> list[str]:
     else:
         out += ["Params: none (omit `params`, or send `null`, `{}` or `[]`).", ""]
     out += ["Result:", "", "```json", _json(spec.result), "```", ""]
-    if spec.result is SEARCH_RESULT:
+    if spec.result is GLOB_RESULT or spec.result is GREP_RESULT:
         out += ["`meta` and `spill` are described in [Results of glob and grep](#results-of-glob-and-grep).", ""]
     if spec.errors:
         listed = ", ".join(f"{e['code']} `{e['message']}`" for e in spec.errors)
@@ -591,13 +829,13 @@ def block_example_setup() -> list[str]:
 
 
 def block_host_fields() -> list[str]:
-    tools = [spec.name for spec in MethodTable(METHODS).tools() if spec.tool and spec.tool.host_fields]
+    specs = MethodTable(METHODS).tools()
     out = [
         "| field | type | in | meaning |",
         "|---|---|---|---|",
     ]
-    where = ", ".join(f"`{t}`" for t in tools)
     for name, schema in HOST_FIELDS.items():
+        where = ", ".join(f"`{s.name}`" for s in specs if s.tool is not None and name in s.tool.host_fields)
         out.append(f"| `{name}` | {_type_of(schema)} | {where} | {_cell(schema.get('description', ''))} |")
     return out
 
@@ -611,8 +849,34 @@ ENVELOPE: tuple[tuple[int, str, str], ...] = (
         "over `maxMessageBytes` (id null)",
     ),
     (jsonrpc.INVALID_REQUEST, "`server is shutting down`", "any request but `exit` after `shutdown`"),
-    (jsonrpc.METHOD_NOT_FOUND, "`Method not found`", "no such method; `data` is the method name (a string)"),
-    (jsonrpc.INVALID_PARAMS, "the argument error", "`INVALID_ARGS` above: the only use of -32602, always with `data`"),
+    (
+        jsonrpc.METHOD_NOT_FOUND,
+        "`Method not found`",
+        "no such method, or one 2026-07-28 removed asked with its envelope; `data` is the method name (a string)",
+    ),
+    (jsonrpc.INVALID_PARAMS, "the argument error", "`INVALID_ARGS` above, always with `data`"),
+    (
+        jsonrpc.INVALID_PARAMS,
+        "`params._meta is missing the required envelope key(s): …` (or a field's type)",
+        "a 2026-07-28 request whose envelope lacks a required field or has one of the wrong type; "
+        "`server/discover` or `subscriptions/listen` without the envelope",
+    ),
+    (
+        jsonrpc.INVALID_PARAMS,
+        "`Invalid resource URI: …`, `Invalid cursor: …`, `Resource not found`",
+        "`resources/read` of a URI that is not a spill artifact's (`data: {uri}`), or of a missing one from a "
+        "2026-07-28 client; a list asked for a page it never gave",
+    ),
+    (
+        RESOURCE_NOT_FOUND,
+        "`Resource not found`",
+        "`resources/read` of a missing artifact, legacy clients (`data: {uri}`)",
+    ),
+    (
+        UNSUPPORTED_PROTOCOL_VERSION,
+        "`Unsupported protocol version`",
+        "a request whose envelope names a revision the daemon does not speak; `data: {supported, requested}`",
+    ),
     (jsonrpc.INTERNAL_ERROR, "`Internal error`", "a bug in the daemon; no details (they go to stderr)"),
     (
         REQUEST_CANCELLED,

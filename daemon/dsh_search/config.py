@@ -88,9 +88,10 @@ _DIRECTORY_DEFAULTS = {"spillDir": default_spill_dir, "indexDir": default_index_
 # The index's modes (the key `index`), each with what it does. The one table: the manager, the flag's
 # help and index/status's schema read it.
 INDEX_MODES: dict[str, str] = {
-    "auto": "builds it in the background once a walk of the workspace was slow, on Linux and local "
-    "filesystems, and searches walk until it is ready",
-    "on": "builds it at start, whatever the heuristics say, and searches walk until it is ready",
+    "auto": "builds it in the background once a walk of the workspace was slow (or at the first search when "
+    "an index of it is on disk), on Linux and local filesystems, and searches walk until it is ready",
+    "on": "builds it for the workspace of the first search (or index/status), whatever the heuristics say, "
+    "and searches walk until it is ready",
     "off": "never builds one",
 }
 
@@ -233,6 +234,14 @@ KEYS: tuple[Key, ...] = (
         "notifications/tools/list_changed); always; never. The native method is served in every mode.",
     ),
     Key(
+        "readTool",
+        "bool",
+        False,
+        help="Whether tools/list offers read, a file reader with numbered lines and offset/limit paging, "
+        "confined as searches are (spill artifacts included), for hosts that have no reader of their own: "
+        'the search tools\' texts tell the model to "use read". The native method is served either way.',
+    ),
+    Key(
         "index",
         "str",
         "auto",
@@ -298,6 +307,7 @@ class Config(NamedTuple):
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     terminal_search: str
+    read_tool: bool
     index_mode: str  # the key `index`
     index_dir: str
     index_max_bytes: int

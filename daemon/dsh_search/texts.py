@@ -211,6 +211,62 @@ STDERR_TRUNCATED = " [stderr truncated]"
 
 DEFAULT_RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
 
+# Not upstream's (upstream has no MCP resources): the spill artifacts' resource template
+# (methods/resources.py), which a host may show its model.
+SPILL_RESOURCE_TITLE = "Saved search result"
+SPILL_RESOURCE_DESCRIPTION = (
+    "The complete result of a capped glob or grep, as its footer names it. offset (the first line, 1-based) "
+    "and limit (the number of lines) read a part of it."
+)
+
+# --- read ---------------------------------------------------------------------------------------------------
+# Not upstream's: upstream has no read tool (its texts say "use read", meaning the host's). The daemon's
+# opt-in one (`readTool`, engine/read.py) makes them true for hosts that have no file reader.
+
+READ_DESCRIPTION = (
+    "Read a text file. Returns its lines numbered from 1 (cat -n style), limit lines starting at offset, "
+    "each cut to a preview length if very long. The path is absolute or relative to the session workspace; "
+    "the complete result a capped glob or grep saved is read the same way, by the path or dsh-search:// "
+    "link it reports. Use offset/limit to page through large files."
+)
+READ_PATH_DESCRIPTION = (
+    "File to read: an absolute path, a path relative to the session workspace, or the dsh-search:// link "
+    "of a saved search result."
+)
+READ_OFFSET_DESCRIPTION = "Line to start at, 1-based (default 1)."
+READ_LIMIT_DESCRIPTION = "Maximum number of lines to return (default 2000)."
+READ_PATH_EMPTY = "path must be a non-empty string"
+READ_EMPTY = "(empty file)"
+
+
+def read_footer(start: int, end: int, total: int) -> str:
+    return f"(Showing lines {start}-{end} of {total}. Use offset {end + 1} to read more.)"
+
+
+def read_past_end(offset: int, total: int) -> str:
+    return f"offset {offset} is past the end of the file ({total} lines)"
+
+
+def read_not_found(path: str) -> str:
+    return f"file not found: {path}"
+
+
+def read_unreadable(path: str, reason: str) -> str:
+    return f"cannot read {path}: {reason}"
+
+
+def read_is_directory(path: str) -> str:
+    return f"{path} is a directory; use glob to list its files"
+
+
+def read_not_a_file(path: str) -> str:
+    return f"{path} is not a regular file"
+
+
+def read_binary(path: str) -> str:
+    return f"{path} is a binary file"
+
+
 # --- terminal_search --------------------------------------------------------------------------------------
 
 TERMINAL_SEARCH_GUIDANCE = (

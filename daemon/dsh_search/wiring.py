@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import NamedTuple
 
 from dsh_search import __version__, memory
@@ -24,7 +25,18 @@ from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.manager import IndexManager
-from dsh_search.methods import index, lifecycle, logs, mcp, roots, scrollback, spill_read, tools
+from dsh_search.methods import (
+    index,
+    lifecycle,
+    logs,
+    mcp,
+    resources,
+    roots,
+    scrollback,
+    spill_read,
+    subscriptions,
+    tools,
+)
 from dsh_search.methods.context import Context
 from dsh_search.methods.dispatch import Dispatcher
 from dsh_search.methods.registry import MethodSpec, MethodTable
@@ -36,12 +48,15 @@ from dsh_search.transport.stdio import Server
 log = logging.getLogger("dsh_search")
 
 GIL_SWITCH_S = 0.001  # see serve
+RETENTION_AFTER_S = 1.0  # see run
 
 METHODS: tuple[MethodSpec[Context], ...] = (
     *lifecycle.SPECS,
     *roots.SPECS,
     logs.SPEC,
     *mcp.SPECS,
+    *resources.SPECS,
+    subscriptions.SPEC,
     *tools.SPECS,
     spill_read.SPEC,
     *scrollback.SPECS,
@@ -139,21 +154,35 @@ def assemble(
     )
     ctx.control = server
     ctx.peer = server
+    # Retention also runs once soon after start (see run) or at the first search, whichever comes first,
+    # off the event loop so that search is not delayed.
+    ctx.first_search = _once(
+        lambda: threading.Thread(target=_retain, args=(spill,), name="spill-retention", daemon=True).start()
+    )
     server.requests.on_idle = allocator.on_idle
     return Daemon(server, ctx, launcher)
 
 
 async def run(daemon: Daemon) -> int:
-    """Serve until the daemon exits; warnings also go to the client as notifications/message. The
-    workspace index, when on, starts with the workspace the daemon knows (an MCP client's roots may
-    change it with the first search)."""
+    """Serve until the daemon exits; warnings also go to the client as notifications/message. Nothing
+    starts before it is asked for: the workspace index opens with the first search (or index/status),
+    for the workspace that search names (methods/tools.py `search_scope`), so a copy of the daemon a
+    client starts only to ask `server/discover` opens no index and walks nothing."""
     handler = logs.install(daemon.ctx)
     ctx = daemon.ctx
-    if ctx.index is not None and (ctx.workdir_given or ctx.workspace != "/"):
-        ctx.index.set_workspace(ctx.workspace)
+    # The spill store's retention scan runs RETENTION_AFTER_S after start, or with the first search if
+    # that comes sooner: a copy a client starts only to probe is gone within a few hundred milliseconds
+    # and scans nothing, a daemon that lives on cleans up as it always did.
+    retention = (
+        asyncio.get_running_loop().call_later(RETENTION_AFTER_S, ctx.first_search)
+        if ctx.first_search is not None
+        else None
+    )
     try:
         return await daemon.server.serve()
     finally:
+        if retention is not None:
+            retention.cancel()
         if ctx.index is not None:
             ctx.index.close()
         logs.uninstall(handler)
@@ -175,8 +204,6 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, wor
     # meanwhile ripgrep fills its 1 MiB pipe and stops. Python hands the GIL over after 5 ms by default;
     # after 1 ms, ripgrep reaches the raw-output cap of grep `static` in drivers/net ~15 % sooner.
     sys.setswitchinterval(GIL_SWITCH_S)
-    # Retention also runs at start, off the main thread so the first request is not delayed.
-    threading.Thread(target=_retain, args=(daemon.ctx.spill,), name="spill-retention", daemon=True).start()
     return asyncio.run(run(daemon))
 
 
@@ -187,6 +214,17 @@ def _stop_all(index_manager: IndexManager | None, *launchers: Launcher) -> None:
         index_manager.close()
     for launcher in launchers:
         launcher.groups.kill_all()
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """`action`, run by the first call only."""
+    pending = [action]
+
+    def run_once() -> None:
+        if pending:
+            pending.pop()()
+
+    return run_once
 
 
 def _retain(store: SpillStore) -> None:

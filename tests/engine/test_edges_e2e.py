@@ -70,7 +70,7 @@ def test_empty_session_id_has_its_own_spill_directory(start: MakeDaemon, tmp_pat
         spill = d.result(method, {"pattern": pattern, "cwd": str(root), "sessionId": ""})["spill"]
         assert Path(spill["locator"]).parent == empty
         call = {"name": method, "arguments": {"pattern": pattern}, "_meta": {"cwd": str(root), "sessionId": ""}}
-        assert Path(d.result("tools/call", call)["structuredContent"]["spill"]["locator"]).parent == empty
+        assert Path(d.result("tools/call", call)["_meta"]["dsh-search/result"]["spill"]["locator"]).parent == empty
         spill = d.result(method, {"pattern": pattern, "cwd": str(root)})["spill"]  # absent: "default"
         assert Path(spill["locator"]).parent == default
 

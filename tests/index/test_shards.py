@@ -49,7 +49,12 @@ def test_a_shard_finds_a_literal_across_a_chunk_seam(shard: Shard) -> None:
     assert found == [(b"a/one", TEXT), (b"a/split", TEXT), (b"a/wide", OPAQUE)]
     assert sorted(shard.candidates(planned, b"", None)[0])[-1] == (b"b/three", TEXT)
     other = need("needle|nothing")
-    assert [p for p, _ in sorted(shard.candidates(other, b"a/", b"a0")[0])] == [b"a/one", b"a/split", b"a/two", b"a/wide"]
+    assert [p for p, _ in sorted(shard.candidates(other, b"a/", b"a0")[0])] == [
+        b"a/one",
+        b"a/split",
+        b"a/two",
+        b"a/wide",
+    ]
     with shard.batch() as batch:
         batch.put(b"a/bin", SIG, Text([b"a need", b"le\0 and"]))  # big and binary: walked to, never named
     assert (b"a/bin", BINARY) in shard.candidates(planned, b"a/", b"a0")[0]

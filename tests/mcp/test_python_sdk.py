@@ -1,14 +1,19 @@
-"""The official MCP Python SDK (`mcp`, its stdio client) drives the frozen executable as a desktop client
-would: roots from the client and their changes, progress on a slow search, log messages, outputSchema
-validation of structuredContent, cancellation, isError results, the spill path under confinement, and
-terminal_search listed only when it can work. A few wire-level promises the SDK hides (progress never
-after the answer, LSP $/progress, stray responses, an unanswered roots/list) use the raw test client."""
+"""The official MCP Python SDK (`mcp` 2.x) drives the frozen executable in both of its modes: `auto`, the
+default, which probes `server/discover` in the same process and settles on 2026-07-28, and `legacy`, the
+2025-11-25 `initialize` handshake byte for byte (what older clients and Claude Code send). In each: the
+tools listed and called (glob, grep, terminal_search, read), a spill read through `resources/read` and
+through the read tool, cancellation, progress, roots (a roots/list request, or an input_required result),
+log messages (legacy), outputSchema validation (the SDK's own and ours), isError results, the spill path
+under confinement, terminal_search listed only when it can work, and one daemon per connection. A few
+wire-level promises the SDK hides use the raw test client."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,33 +22,40 @@ from typing import Any
 import anyio
 import jsonschema
 import pytest
-from mcp.client.stdio import stdio_client
 
 from dsh_search import texts
-from mcp import ClientSession, StdioServerParameters, types
+from dsh_search.methods import era
+from mcp import Client, StdioServerParameters, stdio_client, types
 from tests.support.daemon import Daemon
 from tests.support.processes import processes_named
+from tests.support.trees import project_copy
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# The legacy tests use what 2026-07-28 deprecates (roots/list_changed, logging/setLevel) on purpose.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*deprecated as of 2026-07-28")]
+
+MODES = ["auto", "legacy"]
+SLOW = ("--timeout-ms", "120000")  # the slow searches take seconds, more on a busy machine
+VERSION = {"auto": era.MODERN_VERSION, "legacy": "2025-11-25"}
 
 
-def params(exe: Path, spill: Path, *args: str, cwd: Path | str = "/") -> StdioServerParameters:
-    return StdioServerParameters(
-        command=str(exe),
-        args=["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), *args],
-        cwd=str(cwd),
-    )
+def params(
+    exe: Path, spill: Path, *args: str, cwd: Path | str = "/", spawns: Path | None = None
+) -> StdioServerParameters:
+    """The daemon as a client configuration names it; with `spawns`, started through a shell that first
+    appends its pid to that file, so a test counts the daemons a connection started."""
+    argv = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), *args]
+    if spawns is None:
+        return StdioServerParameters(command=str(exe), args=argv, cwd=str(cwd))
+    script = 'echo $$ >> "$0"; exec "$@"'
+    return StdioServerParameters(command="/bin/sh", args=["-c", script, str(spawns), str(exe), *argv], cwd=str(cwd))
 
 
 @contextlib.asynccontextmanager
-async def connect(server: StdioServerParameters, errlog: Path, **callbacks: Any) -> AsyncIterator[ClientSession]:
+async def connect(server: StdioServerParameters, errlog: Path, mode: str, **callbacks: Any) -> AsyncIterator[Client]:
     with errlog.open("a") as err:
-        async with (
-            stdio_client(server, errlog=err) as (read, write),
-            ClientSession(read, write, **callbacks) as session,
-        ):
-            await session.initialize()
-            yield session
+        async with Client(stdio_client(server, errlog=err), mode=mode, **callbacks) as client:
+            assert client.protocol_version == VERSION[mode]
+            yield client
 
 
 def text(result: types.CallToolResult) -> str:
@@ -52,8 +64,10 @@ def text(result: types.CallToolResult) -> str:
     return block.text
 
 
-def structured(result: types.CallToolResult) -> Any:
-    return (result.model_extra or {})["structuredContent"]
+def native(result: types.CallToolResult) -> dict[str, Any]:
+    """The native result's fields but its text, which the MCP result carries in its _meta."""
+    meta = result.meta or {}
+    return meta["dsh-search/result"]  # type: ignore[no-any-return]
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
@@ -75,10 +89,169 @@ def errlog(tmp_path: Path) -> Path:
     return tmp_path / "server-stderr.txt"
 
 
+# --- eras and processes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_mode_settles_on_its_era_with_one_daemon_per_connection(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path, mode: str
+) -> None:
+    """auto probes server/discover in the connection's own process: one daemon, as in legacy mode."""
+    project = tree(tmp_path / "p", {"a.md": "alpha\n"})
+    spawns = tmp_path / "spawns.txt"
+
+    async def main() -> None:
+        for _ in range(2):
+            async with connect(params(exe, spill, "--workdir", str(project), spawns=spawns), errlog, mode) as c:
+                assert c.server_info is not None and c.server_info.name == "dsh-search"
+                assert c.instructions == texts.glob_guidance(True) + "\n\n" + texts.GREP_GUIDANCE
+                capabilities = c.server_capabilities
+                assert capabilities.tools is not None and capabilities.resources is not None
+                assert (capabilities.logging is not None) is (mode == "legacy")  # deprecated: not declared modern
+                assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "a.md"
+
+    anyio.run(main)
+    assert len(spawns.read_text().split()) == 2  # one daemon for each of the two connections
+
+
+# --- tools, outputSchema, errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tools_are_listed_called_and_validated(exe: Path, tmp_path: Path, errlog: Path, mode: str) -> None:
+    project = tree(tmp_path / "p", {f"d{i}/f{i}.md": f"line {i}\n" for i in range(5)})
+
+    async def main() -> None:
+        server = params(
+            exe,
+            tmp_path / "spill",
+            "--workdir",
+            str(project),
+            "--glob-max-results",
+            "2",
+            "--grep-max-matches",
+            "2",
+            "--terminal-search",
+            "always",
+            "--read-tool",
+            "true",
+        )
+        async with connect(server, errlog, mode) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert list(tools) == ["glob", "grep", "terminal_search", "read"]
+            schemas = {name: t.output_schema for name, t in tools.items()}
+            assert all(schema == schemas["glob"] for schema in schemas.values())  # {text}, each tool alike
+            calls = [
+                ("glob", {"pattern": "*.md"}, False),  # over the cap: sampled, spilled, linked
+                ("glob", {"pattern": "f1.md"}, False),
+                ("glob", {"pattern": "*.none"}, False),
+                ("grep", {"pattern": "line"}, False),  # over the cap
+                ("grep", {"pattern": "line 3"}, False),
+                ("grep", {"pattern": "nothing here"}, False),
+                ("terminal_search", {"sessionId": "t", "pattern": "x"}, True),  # no such terminal
+                ("read", {"path": "d3/f3.md"}, False),
+                ("grep", {"pattern": "(unclosed"}, True),  # SEARCH_INVALID_PATTERN
+                ("glob", {"pattern": " "}, True),  # INVALID_ARGS
+                ("grep", {"pattern": "x", "path": "missing"}, True),  # SEARCH_FAILED
+                ("read", {"path": "d3"}, True),  # a directory
+            ]
+            for name, arguments, is_error in calls:
+                result = await c.call_tool(name, arguments)  # the SDK validates structuredContent itself
+                assert result.is_error is is_error, (name, arguments, text(result))
+                if is_error:  # one level: the text, nothing structured a framework could hand the model
+                    assert result.structured_content is None and text(result).startswith("Error: ")
+                    assert (result.meta or {})["dsh-search/error"]["text"] == text(result)
+                else:
+                    assert result.structured_content == {"text": text(result)}
+                    jsonschema.Draft202012Validator(schemas[name]).validate(result.structured_content)
+            assert text(await c.call_tool("read", {"path": "d3/f3.md"})) == "     1\tline 3"
+
+    anyio.run(main)
+
+
+# --- spill artifacts: the link, resources/read, the read tool -----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_capped_result_is_read_whole_through_its_link_and_the_read_tool(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path, mode: str
+) -> None:
+    project = tree(tmp_path / "p", {f"f{i}.md": f"needle {i}\n" for i in range(7)})
+
+    async def main() -> None:
+        server = params(
+            exe,
+            spill,
+            "--workdir",
+            str(project),
+            "--allowed-root",
+            str(project),
+            "--glob-max-results",
+            "2",
+            "--read-tool",
+            "true",
+        )
+        async with connect(server, errlog, mode) as c:
+            capped = await c.call_tool("glob", {"pattern": "*.md"})
+            locator = native(capped)["spill"]["locator"]
+            assert f"Full sorted result stored at: {locator}." in text(capped)  # the pointer for link-blind clients
+            link = capped.content[1]
+            assert isinstance(link, types.ResourceLink) and link.mime_type == "text/plain"
+            whole = await c.read_resource(str(link.uri))
+            body = whole.contents[0]
+            assert isinstance(body, types.TextResourceContents)
+            assert body.text == "\n".join(f"f{i}.md" for i in range(7))
+            page = (await c.read_resource(f"{link.uri}?offset=3&limit=2")).contents[0]
+            assert isinstance(page, types.TextResourceContents) and page.text == "f2.md\nf3.md"
+            assert (page.meta or {})["dsh-search/lines"]["nextUri"] == f"{link.uri}?offset=5&limit=2"
+            templates = (await c.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["dsh-search://spill/{session}/{artifact}{?offset,limit}"]
+            with pytest.raises(Exception, match="Resource not found"):
+                await c.read_resource(str(link.uri).replace(locator.rsplit("/", 1)[1], "0123456789ab-gone.txt"))
+            with pytest.raises(Exception, match="Invalid resource URI"):
+                await c.read_resource("file:///etc/passwd")
+            # What the footer advises, on a host without a reader: read it (it lies outside the allowed root).
+            by_link = await c.call_tool("read", {"path": str(link.uri), "offset": 6})
+            assert text(by_link) == "     6\tf5.md\n     7\tf6.md"
+            by_path = await c.call_tool("read", {"path": locator, "limit": 1})
+            assert text(by_path) == "     1\tf0.md\n\n(Showing lines 1-1 of 7. Use offset 2 to read more.)"
+            inside = await c.call_tool("grep", {"pattern": "f3", "path": locator})
+            assert text(inside) == f"Found 1 match\n\n{locator}\nLine 4: f3.md"
+            refused = await c.call_tool("read", {"path": str(tmp_path / "spill-elsewhere.txt")})
+            assert refused.is_error and text(refused) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_structured_content_costs_a_model_at_most_a_tenth_more_than_the_text(
+    exe: Path, tmp_path: Path, errlog: Path, mode: str
+) -> None:
+    """What pydantic-ai (always) and the OpenAI Agents SDK (useStructuredContent) give the model is the
+    serialized structuredContent: for a capped grep and a capped glob over this repository's sources, at
+    the default caps, within 1.1 times the text."""
+    project = project_copy(tmp_path / "project")
+
+    async def main() -> None:
+        server = params(exe, tmp_path / "spill", "--workdir", str(project), "--index", "off")
+        async with connect(server, errlog, mode) as c:
+            for name, arguments in (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"})):
+                result = await c.call_tool(name, arguments)
+                assert native(result)["spill"] is not None, f"{name} was not capped"
+                size = len(text(result))
+                for serialized in (
+                    json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False),
+                    json.dumps(result.structured_content),
+                ):
+                    assert len(serialized) <= 1.1 * size, (name, size, len(serialized))
+
+    anyio.run(main)
+
+
 # --- roots ---------------------------------------------------------------------------------------------------
 
 
-def test_client_roots_are_the_workspace_and_follow_list_changed(
+def test_legacy_client_roots_are_the_workspace_and_follow_list_changed(
     exe: Path, tmp_path: Path, spill: Path, errlog: Path
 ) -> None:
     one = tree(tmp_path / "project one", {"README.md": "alpha\n", "docs/guide.md": "alpha beta\n"})
@@ -92,17 +265,17 @@ def test_client_roots_are_the_workspace_and_follow_list_changed(
 
     async def main() -> None:
         # Started in / without --workdir, as desktop clients start servers: the roots are the workspace.
-        async with connect(params(exe, spill), errlog, list_roots_callback=list_roots) as s:
-            assert text(await s.call_tool("glob", {"pattern": "*.md"})) == "README.md\ndocs/guide.md"
-            assert text(await s.call_tool("glob", {"pattern": "*.md", "path": "docs"})) == "docs/guide.md"
-            outside = await s.call_tool("grep", {"pattern": "beta", "path": str(two)})
-            assert outside.isError and text(outside) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+        async with connect(params(exe, spill), errlog, "legacy", list_roots_callback=list_roots) as c:
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "README.md\ndocs/guide.md"
+            assert text(await c.call_tool("glob", {"pattern": "*.md", "path": "docs"})) == "docs/guide.md"
+            outside = await c.call_tool("grep", {"pattern": "beta", "path": str(two)})
+            assert outside.is_error and text(outside) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
 
             roots[:] = [two, one]
-            await s.send_roots_list_changed()
-            assert text(await s.call_tool("glob", {"pattern": "*.md"})) == "notes.md"
-            inside = await s.call_tool("grep", {"pattern": "alpha", "path": str(one)})
-            assert not inside.isError
+            await c.session.send_roots_list_changed()
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "notes.md"
+            inside = await c.call_tool("grep", {"pattern": "alpha", "path": str(one)})
+            assert not inside.is_error
             assert (
                 text(inside)
                 == f"Found 2 matches\n\n{one}/README.md\nLine 1: alpha\n\n{one}/docs/guide.md\nLine 1: alpha beta"
@@ -112,17 +285,45 @@ def test_client_roots_are_the_workspace_and_follow_list_changed(
     anyio.run(main)
 
 
+def test_modern_client_roots_are_asked_for_each_call(exe: Path, tmp_path: Path, spill: Path, errlog: Path) -> None:
+    """2026-07-28 has no server requests: a call from a client that offers roots is answered input_required,
+    the SDK asks its callback and sends the call again with the roots, which are that call's workspace."""
+    one = tree(tmp_path / "one", {"a.md": "alpha\n"})
+    two = tree(tmp_path / "two", {"b.md": "beta\n"})
+    roots = [one]
+    asked: list[str] = []
+
+    async def list_roots(context: Any) -> types.ListRootsResult:
+        asked.append(roots[0].name)
+        return types.ListRootsResult(roots=[types.Root(uri=r.as_uri()) for r in roots])  # type: ignore[arg-type]
+
+    async def main() -> None:
+        async with connect(params(exe, spill), errlog, "auto", list_roots_callback=list_roots) as c:
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "a.md"
+            roots[:] = [two]  # no list_changed in this era: the next call asks again
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "b.md"
+            outside = await c.call_tool("grep", {"pattern": "alpha", "path": str(one)})
+            assert outside.is_error and text(outside) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+        assert asked == ["one", "two", "two"]
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_without_roots_or_workdir_an_implicit_search_of_the_disk_is_refused(
-    exe: Path, tmp_path: Path, spill: Path, errlog: Path
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path, mode: str
 ) -> None:
     project = tree(tmp_path / "p", {"a.md": "x\n"})
 
     async def main() -> None:
-        async with connect(params(exe, spill), errlog) as s:  # no roots capability, cwd /
-            refused = await s.call_tool("glob", {"pattern": "*.md"})
-            assert refused.isError and text(refused) == f"Error: {texts.NO_WORKSPACE}"
-            assert structured(refused) == {"code": "INVALID_ARGS", "text": f"Error: {texts.NO_WORKSPACE}"}
-            explicit = await s.call_tool("glob", {"pattern": "*.md", "path": str(project)})
+        async with connect(params(exe, spill), errlog, mode) as c:  # no roots capability, cwd /
+            refused = await c.call_tool("glob", {"pattern": "*.md"})
+            assert refused.is_error and text(refused) == f"Error: {texts.NO_WORKSPACE}"
+            assert (refused.meta or {})["dsh-search/error"] == {
+                "code": "INVALID_ARGS",
+                "text": f"Error: {texts.NO_WORKSPACE}",
+            }
+            explicit = await c.call_tool("glob", {"pattern": "*.md", "path": str(project)})
             assert text(explicit) == f"{project}/a.md".removeprefix("/")  # relative to the cwd, /
 
     anyio.run(main)
@@ -131,8 +332,9 @@ def test_without_roots_or_workdir_an_implicit_search_of_the_disk_is_refused(
 # --- progress, logging, cancellation ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_progress_on_a_slow_search_and_none_on_a_fast_one(
-    exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path
+    exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path, mode: str
 ) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -140,10 +342,10 @@ def test_progress_on_a_slow_search_and_none_on_a_fast_one(
         seen.append((progress, total, message))
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus)), errlog) as s:
-            fast = await s.call_tool("glob", {"pattern": "*.txt"}, progress_callback=on_progress)
-            assert not fast.isError and not seen, seen
-            slow = await s.call_tool("grep", {"pattern": slow_pattern}, progress_callback=on_progress)
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
+            fast = await c.call_tool("glob", {"pattern": "*.txt"}, progress_callback=on_progress)
+            assert not fast.is_error and not seen, seen
+            slow = await c.call_tool("grep", {"pattern": slow_pattern}, progress_callback=on_progress)
             assert text(slow) == "No matches found"
 
     anyio.run(main)
@@ -154,7 +356,7 @@ def test_progress_on_a_slow_search_and_none_on_a_fast_one(
     assert all(m is not None and m.startswith("grep: ") for _, _, m in seen), seen
 
 
-def test_warnings_reach_the_client_as_log_messages(exe: Path, tmp_path: Path, errlog: Path) -> None:
+def test_warnings_reach_a_legacy_client_as_log_messages(exe: Path, tmp_path: Path, errlog: Path) -> None:
     project = tree(tmp_path / "p", {"a.md": "", "b.md": "", "c.md": ""})
     not_a_dir = tmp_path / "spill-file"
     not_a_dir.write_text("a file where the spill directory should be")
@@ -165,91 +367,50 @@ def test_warnings_reach_the_client_as_log_messages(exe: Path, tmp_path: Path, er
 
     async def main() -> None:
         server = params(exe, not_a_dir, "--workdir", str(project), "--glob-max-results", "1")
-        async with connect(server, errlog, logging_callback=on_log) as s:
-            await s.set_logging_level("info")
-            result = await s.call_tool("glob", {"pattern": "*.md"})
+        async with connect(server, errlog, "legacy", logging_callback=on_log) as c:
+            await c.session.set_logging_level("info")
+            result = await c.call_tool("glob", {"pattern": "*.md"})
             assert "The complete result could not be saved" in text(result)
 
     anyio.run(main)
     assert any(m.level == "warning" and "could not save glob-results.txt" in str(m.data) for m in logs), logs
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_cancellation_stops_the_search(
-    exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path
+    exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path, mode: str
 ) -> None:
     sidecar = f"{exe}-rg"
     answered: list[Any] = []
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus)), errlog) as s:
-            request_id = s._request_id  # the id the SDK gives the next request
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
 
             async def call() -> None:
-                answered.append(await s.call_tool("grep", {"pattern": slow_pattern}))
+                answered.append(await c.call_tool("grep", {"pattern": slow_pattern}))
 
             async with anyio.create_task_group() as group:
                 group.start_soon(call)
                 with anyio.fail_after(20):
                     while not processes_named(sidecar):
                         await anyio.sleep(0.05)
-                cancelled = types.CancelledNotification(
-                    method="notifications/cancelled",
-                    params=types.CancelledNotificationParams(
-                        requestId=request_id, reason="the user changed their mind"
-                    ),
-                )
-                await s.send_notification(types.ClientNotification(cancelled))
-                with anyio.fail_after(10):
-                    while processes_named(sidecar):
-                        await anyio.sleep(0.05)
-                await anyio.sleep(0.5)  # MCP: a cancelled request is not answered at all
-                group.cancel_scope.cancel()
+                group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the abandoned call
+            with anyio.fail_after(10):
+                while processes_named(sidecar):
+                    await anyio.sleep(0.05)
             assert not answered
-            await s.send_ping()  # the session goes on
+            assert [t.name for t in (await c.list_tools()).tools] == ["glob", "grep"]  # the session goes on
 
     anyio.run(main)
 
 
-# --- schemas, errors, the spill path, the tool list ---------------------------------------------------------------
+# --- the spill path, the tool list ---------------------------------------------------------------------------------
 
 
-def test_structured_content_validates_against_the_output_schema(exe: Path, tmp_path: Path, errlog: Path) -> None:
-    project = tree(tmp_path / "p", {f"d{i}/f{i}.md": f"line {i}\n" for i in range(5)})
-
-    async def main() -> None:
-        server = params(
-            exe, tmp_path / "spill", "--workdir", str(project), "--glob-max-results", "2", "--grep-max-matches", "2"
-        )
-        async with connect(server, errlog) as s:
-            tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert sorted(tools) == ["glob", "grep"]
-            schemas = {name: (t.model_extra or {})["outputSchema"] for name, t in tools.items()}
-            calls = [
-                ("glob", {"pattern": "*.md"}, False),  # over the cap: sampled, spilled
-                ("glob", {"pattern": "f1.md"}, False),
-                ("glob", {"pattern": "*.none"}, False),
-                ("grep", {"pattern": "line"}, False),  # over the cap
-                ("grep", {"pattern": "line 3"}, False),
-                ("grep", {"pattern": "nothing here"}, False),
-                ("grep", {"pattern": "(unclosed"}, True),  # SEARCH_INVALID_PATTERN
-                ("glob", {"pattern": " "}, True),  # INVALID_ARGS
-                ("grep", {"pattern": "x", "path": "missing"}, True),  # SEARCH_FAILED
-            ]
-            for name, arguments, is_error in calls:
-                result = await s.call_tool(name, arguments)
-                assert result.isError is is_error, (name, arguments, text(result))
-                jsonschema.Draft7Validator(schemas[name]).validate(structured(result))
-                if is_error:
-                    assert structured(result)["text"] == text(result) and text(result).startswith("Error: ")
-                else:
-                    assert structured(result)["text"] == text(result)
-            spilled = structured(await s.call_tool("glob", {"pattern": "*.md"}))["spill"]
-            assert spilled is not None and spilled["locator"].endswith("-glob-results.txt")
-
-    anyio.run(main)
-
-
-def test_the_spill_path_is_searchable_under_confinement(exe: Path, tmp_path: Path, spill: Path, errlog: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_the_spill_path_is_searchable_under_confinement(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path, mode: str
+) -> None:
     project = tree(tmp_path / "p", {f"f{i}.md": f"needle {i}\n" for i in range(4)})
     elsewhere = tree(tmp_path / "elsewhere", {"x.md": "needle\n"})
 
@@ -257,34 +418,31 @@ def test_the_spill_path_is_searchable_under_confinement(exe: Path, tmp_path: Pat
         server = params(
             exe, spill, "--workdir", str(project), "--allowed-root", str(project), "--glob-max-results", "2"
         )
-        async with connect(server, errlog) as s:
-            capped = await s.call_tool("glob", {"pattern": "*.md"})
-            locator = structured(capped)["spill"]["locator"]
-            assert f"Full sorted result stored at: {locator}." in text(capped)
+        async with connect(server, errlog, mode) as c:
+            capped = await c.call_tool("glob", {"pattern": "*.md"})
+            locator = native(capped)["spill"]["locator"]
             assert not str(locator).startswith(str(project))
-            # What the footer advises: grep the spill path. It is outside the allowed root, and allowed.
-            inside = await s.call_tool("grep", {"pattern": "f3", "path": locator})
-            assert not inside.isError and text(inside) == f"Found 1 match\n\n{locator}\nLine 4: f3.md"
-            listing = await s.call_tool("glob", {"pattern": "*glob-results.txt", "path": str(spill)})
-            assert not listing.isError and text(listing) == locator
-            refused = await s.call_tool("grep", {"pattern": "needle", "path": str(elsewhere)})
-            assert refused.isError and text(refused) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+            listing = await c.call_tool("glob", {"pattern": "*glob-results.txt", "path": str(spill)})
+            assert not listing.is_error and text(listing) == locator
+            refused = await c.call_tool("grep", {"pattern": "needle", "path": str(elsewhere)})
+            assert refused.is_error and text(refused) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
 
     anyio.run(main)
 
 
-def test_terminal_search_is_listed_only_when_it_can_work(exe: Path, tmp_path: Path, spill: Path, errlog: Path) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_terminal_search_is_listed_only_when_it_can_work(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path, mode: str
+) -> None:
     async def names(*args: str) -> list[str]:
-        async with connect(params(exe, spill, "--workdir", str(tmp_path), *args), errlog) as s:
-            listed = [t.name for t in (await s.list_tools()).tools]
+        async with connect(params(exe, spill, "--workdir", str(tmp_path), *args), errlog, mode) as c:
+            listed = [t.name for t in (await c.list_tools()).tools]
             if "terminal_search" not in listed:
                 with pytest.raises(Exception, match="unknown tool: terminal_search"):
-                    await s.call_tool("terminal_search", {"sessionId": "t", "pattern": "x"})
+                    await c.call_tool("terminal_search", {"sessionId": "t", "pattern": "x"})
             else:
-                result = await s.call_tool("terminal_search", {"sessionId": "t", "pattern": "x"})
-                assert result.isError and text(result) == "Error: unknown terminal session: t"
-                tool = next(t for t in (await s.list_tools()).tools if t.name == "terminal_search")
-                jsonschema.Draft7Validator((tool.model_extra or {})["outputSchema"]).validate(structured(result))
+                result = await c.call_tool("terminal_search", {"sessionId": "t", "pattern": "x"})
+                assert result.is_error and text(result) == "Error: unknown terminal session: t"
             return listed
 
     async def main() -> None:
@@ -311,7 +469,7 @@ def drain(d: Daemon, until_id: Any, timeout: float = 60) -> list[dict[str, Any]]
 def test_progress_is_never_written_after_the_answer(
     exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, framing: str
 ) -> None:
-    d = raw(exe, spill, "--workdir", str(slow_corpus), framing=framing)
+    d = raw(exe, spill, "--workdir", str(slow_corpus), *SLOW, framing=framing)
     try:
         call = d.request("grep", {"pattern": slow_pattern, "_meta": {"progressToken": 7}, "workDoneToken": "w"})
         messages = drain(d, call)
@@ -327,7 +485,12 @@ def test_progress_is_never_written_after_the_answer(
         d.stop()
 
 
-def test_native_and_mcp_texts_are_byte_identical(exe: Path, tmp_path: Path, spill: Path) -> None:
+@pytest.mark.parametrize("era_meta", [{}, {era.PROTOCOL_VERSION: era.MODERN_VERSION, era.CLIENT_CAPABILITIES: {}}])
+def test_native_and_mcp_results_are_the_same_bytes(
+    exe: Path, tmp_path: Path, spill: Path, era_meta: dict[str, Any]
+) -> None:
+    """Through tools/call, in either era, the native result is the text (content and structuredContent)
+    and the rest in _meta["dsh-search/result"]; a native error's data is _meta["dsh-search/error"]."""
     project = tree(tmp_path / "p", {f"d{i % 3}/f{i}.md": f"needle {i}\nline é {i}\n" for i in range(9)})
     d = raw(exe, spill, "--workdir", str(project), "--glob-max-results", "4", "--grep-max-matches", "5")
     try:
@@ -340,18 +503,26 @@ def test_native_and_mcp_texts_are_byte_identical(exe: Path, tmp_path: Path, spil
         ]
         for name, arguments in calls:
             native = d.call(name, {**arguments, "sessionId": "same"})
-            via_mcp = d.result("tools/call", {"name": name, "arguments": arguments, "_meta": {"sessionId": "same"}})
+            via_mcp = d.result(
+                "tools/call", {"name": name, "arguments": arguments, "_meta": {"sessionId": "same", **era_meta}}
+            )
+            assert ("resultType" in via_mcp) is bool(era_meta)
             if "error" in native:
-                assert via_mcp["isError"] and via_mcp["content"][0]["text"] == native["error"]["data"]["text"]
-                assert via_mcp["structuredContent"] == native["error"]["data"]
+                assert via_mcp["isError"] and via_mcp["content"] == [
+                    {"type": "text", "text": native["error"]["data"]["text"]}
+                ]
+                assert via_mcp["_meta"]["dsh-search/error"] == native["error"]["data"]
+                assert "structuredContent" not in via_mcp
                 continue
-            want, got = native["result"], via_mcp["structuredContent"]
+            want = native["result"]
+            got = {**via_mcp["structuredContent"], **via_mcp["_meta"]["dsh-search/result"]}
             if want["spill"] is not None:  # each call saves its own artifact; the rest must agree
-                assert got["spill"] is not None
+                assert got["spill"] is not None and via_mcp["content"][1]["type"] == "resource_link"
                 want = {**want, "text": want["text"].replace(want["spill"]["locator"], got["spill"]["locator"])}
                 want["spill"] = got["spill"]
-            assert json.dumps(got).encode() == json.dumps(want).encode()
-            assert via_mcp["content"] == [{"type": "text", "text": want["text"]}]
+            assert json.dumps(got, sort_keys=True).encode() == json.dumps(want, sort_keys=True).encode()
+            assert via_mcp["content"][0] == {"type": "text", "text": want["text"]}
+            assert via_mcp["structuredContent"] == {"text": want["text"]}
     finally:
         d.stop()
 
@@ -375,7 +546,7 @@ def test_a_client_that_never_answers_roots_list_delays_a_search_boundedly(
     d = raw(exe, spill, cwd=project)  # no --workdir: the roots would be the workspace
     try:
         init = d.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}})
-        assert init["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+        assert init["capabilities"] == {"tools": {"listChanged": True}, "logging": {}, "resources": {}}
         d.notify("notifications/initialized")
         asked = d.next_response()
         assert asked["method"] == "roots/list" and str(asked["id"]).startswith("dsh-search:")
@@ -410,3 +581,94 @@ def test_auto_listing_announces_terminal_search_to_mcp_clients(exe: Path, tmp_pa
         assert d.no_response(0.3)  # announced once
     finally:
         d.stop()
+
+
+# --- the modern era on the wire, and the copy a client only probes --------------------------------------------------
+
+ENVELOPE = {era.PROTOCOL_VERSION: era.MODERN_VERSION, era.CLIENT_CAPABILITIES: {}}
+
+
+def test_every_bad_modern_request_gets_its_code_and_the_daemon_goes_on(exe: Path, tmp_path: Path, spill: Path) -> None:
+    project = tree(tmp_path / "p", {f"f{i}.md": "x\n" for i in range(3)})
+    d = raw(exe, spill, "--workdir", str(project), "--glob-max-results", "1")
+    try:
+        cases: list[tuple[str, Any, int]] = [
+            ("server/discover", None, -32602),  # no envelope at all
+            ("server/discover", {"_meta": {era.PROTOCOL_VERSION: era.MODERN_VERSION}}, -32602),
+            ("tools/list", {"_meta": {**ENVELOPE, era.PROTOCOL_VERSION: ["2026-07-28"]}}, -32602),
+            ("tools/list", {"_meta": {**ENVELOPE, era.CLIENT_CAPABILITIES: None}}, -32602),
+            ("tools/call", {"_meta": {**ENVELOPE, era.PROTOCOL_VERSION: "2099-01-01"}, "name": "glob"}, -32022),
+            ("ping", {"_meta": ENVELOPE}, -32601),
+            ("logging/setLevel", {"_meta": ENVELOPE, "level": "debug"}, -32601),
+            ("no/such/method", {"_meta": ENVELOPE}, -32601),
+            ("tools/call", {"_meta": ENVELOPE, "name": "nope"}, -32602),
+            ("tools/call", {"_meta": ENVELOPE, "name": 3}, -32602),
+            ("resources/read", {"_meta": ENVELOPE, "uri": "file:///etc/passwd"}, -32602),
+            (
+                "resources/read",
+                {"_meta": ENVELOPE, "uri": "dsh-search://spill/session-000000000000/000000000000-x"},
+                -32602,
+            ),
+            ("resources/read", {"uri": "dsh-search://spill/session-000000000000/000000000000-x"}, -32002),  # legacy
+            ("resources/templates/list", {"_meta": ENVELOPE, "cursor": "2"}, -32602),
+        ]
+        for method, call_params, code in cases:
+            answer = d.call(method, call_params)
+            assert answer["error"]["code"] == code, (method, call_params, answer)
+            if code == -32022:
+                assert answer["error"]["data"] == {"supported": list(era.SUPPORTED_VERSIONS), "requested": "2099-01-01"}
+        discovered = d.result("server/discover", {"_meta": ENVELOPE})
+        assert discovered["supportedVersions"] == [era.MODERN_VERSION] and discovered["resultType"] == "complete"
+        capped = d.result("tools/call", {"_meta": ENVELOPE, "name": "glob", "arguments": {"pattern": "*.md"}})
+        read = d.result("resources/read", {"_meta": ENVELOPE, "uri": capped["content"][1]["uri"]})
+        assert read["contents"][0]["text"] == "f0.md\nf1.md\nf2.md"
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("end", ["eof", "sigterm"])
+def test_a_copy_that_is_only_probed_does_nothing_and_is_gone_at_once(exe: Path, tmp_path: Path, end: str) -> None:
+    """What the TypeScript SDK's auto mode does with its throwaway copy: server/discover, then stdin closed
+    and SIGTERM at once. The copy opens no index (mode on, so a search would build one), walks nothing,
+    asks the client nothing, and exits 0 leaving nothing behind, not even the launcher's unpacked runtime."""
+    project = tree(tmp_path / "p", {"a.md": "x\n"})
+    index_dir, scratch = tmp_path / "index", tmp_path / "tmp"
+    scratch.mkdir()
+    stale = tmp_path / "spill" / "session-0123456789ab" / "0123456789ab-glob-results.txt"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("a result a week old, which retention removes")
+    os.utime(stale, (time.time() - 8 * 86400, time.time() - 8 * 86400))
+    argv = [str(exe), "--sample-over-cap-glob-results", "true", "--index", "on", "--index-dir", str(index_dir)]
+    argv += ["--spill-dir", str(tmp_path / "spill")]
+    probe = {
+        "jsonrpc": "2.0",
+        "id": "server-discover-probe-1",
+        "method": "server/discover",
+        "params": {"_meta": ENVELOPE},
+    }
+    child = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=project,  # no --workdir: the workspace is the daemon's directory, and would be indexed
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps(probe).encode() + b"\n")
+        child.stdin.flush()
+        answer = json.loads(child.stdout.readline())
+        assert answer["id"] == "server-discover-probe-1" and answer["result"]["resultType"] == "complete"
+        child.stdin.close()
+        if end == "sigterm":
+            child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 0
+        assert child.stdout.read() == b""  # nothing more was written: no roots/list, no log message
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert not index_dir.exists(), "the probed copy opened an index"
+    assert stale.exists(), "the probed copy scanned the spill store"
+    assert list(scratch.iterdir()) == [], "the launcher's unpacked runtime was left behind"

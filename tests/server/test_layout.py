@@ -16,6 +16,7 @@ PACKAGE = Path(importlib.util.find_spec("dsh_search").origin).parent  # type: ig
 SANS_IO = [
     "transport/framing.py",
     "transport/jsonrpc.py",
+    "methods/era.py",
     "methods/errors.py",
     "methods/params.py",
     "engine/failures.py",
@@ -70,7 +71,7 @@ def test_every_method_is_listed_once_and_tools_come_in_order() -> None:
     table = MethodTable[Context](METHODS)
     names = [spec.name for spec in table]
     assert len(names) == len(set(names))
-    assert [spec.name for spec in table.tools()] == ["glob", "grep", "terminal_search"]
+    assert [spec.name for spec in table.tools()] == ["glob", "grep", "terminal_search", "read"]
     assert {"initialize", "ping", "shutdown", "exit", "rpc.discover", "tools/list", "tools/call", "spill/read"} <= set(
         names
     )

@@ -35,13 +35,20 @@ def test_every_documented_exchange_is_what_the_daemon_answers(exe: Path, tmp_pat
     names = {"<tree>": str(tree), "<spill-dir>": str(spill)}
     # As documented: the default index mode, whatever mode the suite runs the other daemons in.
     daemon = Daemon(substitute(list(reference.EXAMPLE_ARGS), names), exe=exe, index=False)
-    locator = ""  # of the latest spilled result, for the requests that read it
+    locator = uri = ""  # of the latest spilled result (and its link), for the requests that read it
+    listen = None  # the id of the latest subscriptions/listen, for the notification that ends it
     try:
         for example, id_ in zip(reference.EXAMPLES, reference.example_ids(), strict=True):
             if example.raw is not None:
                 daemon.send_body(example.raw.encode())
             else:
-                daemon.send(substitute(reference.request_of(example, id_), {reference.SPILL_LOCATOR: locator}))
+                request = reference.request_of(example, id_)
+                request = substitute(request, {reference.SPILL_LOCATOR: locator, reference.SPILL_URI: uri})
+                if example.method == "subscriptions/listen":
+                    listen = id_
+                if example.method == "notifications/cancelled":
+                    request["params"]["requestId"] = listen
+                daemon.send(request)
             expected = reference.response_of(example, id_)
             if expected is None:
                 continue
@@ -50,6 +57,8 @@ def test_every_documented_exchange_is_what_the_daemon_answers(exe: Path, tmp_pat
             result = got.get("result")
             if isinstance(result, dict) and isinstance(result.get("spill"), dict):
                 locator = result["spill"]["locator"]
+            if isinstance(result, dict) and isinstance(result.get("content"), list) and len(result["content"]) > 1:
+                uri = result["content"][1]["uri"]
         assert daemon.wait_exit() == 0  # the session ends with `exit`
         with pytest.raises(EOFError):  # and nothing was answered that is not documented
             daemon.next_response(timeout=5)

@@ -112,10 +112,17 @@ def test_tools_call_runs_the_native_method_and_shapes_an_mcp_result(daemon: InPr
     mcp = daemon.result(
         "tools/call", {"name": "grep", "arguments": {"pattern": "needle", "cwd": "/elsewhere"}, "_meta": {"cwd": "src"}}
     )
-    # Host-only fields come from _meta; a model cannot set them through arguments.
-    assert mcp == {"content": [{"type": "text", "text": native["text"]}], "structuredContent": native, "isError": False}
+    # Host-only fields come from _meta; a model cannot set them through arguments. The model's part is the
+    # text; the rest of the native result is in the result's _meta.
+    assert mcp == {
+        "content": [{"type": "text", "text": native["text"]}],
+        "structuredContent": {"text": native["text"]},
+        "isError": False,
+        "_meta": {"dsh-search/result": {"meta": native["meta"], "spill": None}},
+    }
     failed = daemon.result("tools/call", {"name": "grep", "arguments": {"pattern": "("}})
-    assert failed["isError"] is True and failed["structuredContent"]["code"] == "SEARCH_INVALID_PATTERN"
+    assert failed["isError"] is True and "structuredContent" not in failed
+    assert failed["_meta"]["dsh-search/error"]["code"] == "SEARCH_INVALID_PATTERN"
     assert failed["content"][0]["text"].startswith("Error: grep pattern rejected by ripgrep: rg: regex parse error")
     assert error_of(daemon.call("tools/call", {"name": "nope"})) == (
         -32602,
@@ -180,8 +187,8 @@ def test_exit_aborts_running_searches_with_their_tools_words(slow_tree: Path) ->
         assert error_of(d.wait_for(native)) == (1004, "SEARCH_ABORTED", ABORTED)
         assert d.wait_for(mcp)["result"] == {
             "content": [{"type": "text", "text": ABORTED}],
-            "structuredContent": {"code": "SEARCH_ABORTED", "text": ABORTED},
             "isError": True,
+            "_meta": {"dsh-search/error": {"code": "SEARCH_ABORTED", "text": ABORTED}},
         }
         assert d.wait_exit() == 0
         assert len(d.daemon.launcher.groups) == 0

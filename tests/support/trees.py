@@ -111,3 +111,19 @@ def remove_tree(root: Path) -> None:
             if not os.path.islink(path):
                 os.chmod(path, 0o700)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def project_copy(root: Path) -> Path:
+    """A real project's names and lines for measurements that depend on them: this repository's own
+    sources (daemon, tests, docs, scripts, clients), copied to `root` without caches, venvs or packages."""
+    source = Path(__file__).resolve().parents[2]
+    skipped = {"__pycache__", "node_modules", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+    for top in ("daemon", "tests", "docs", "scripts", "clients"):
+        for path in sorted((source / top).rglob("*")):
+            relative = path.relative_to(source)
+            if skipped & set(relative.parts) or not path.is_file() or path.is_symlink():
+                continue
+            target = root / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return root

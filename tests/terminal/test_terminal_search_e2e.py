@@ -177,7 +177,8 @@ def test_tools_list_and_tools_call(daemon: Daemon, session: str) -> None:
     assert called["isError"] is False
     expected = "[offset 1] gamma beta\n[offset 2] beta\n[search: 2 of 2 matches, 4 retained lines]"
     assert called["content"] == [{"type": "text", "text": expected}]
-    assert called["structuredContent"]["matches"] == [
+    assert called["structuredContent"] == {"text": called["content"][0]["text"]}
+    assert called["_meta"]["dsh-search/result"]["matches"] == [
         {"offset": 1, "line": "gamma beta"},
         {"offset": 2, "line": "beta"},
     ]

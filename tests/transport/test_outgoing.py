@@ -10,11 +10,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from dsh_search.engine.failures import invalid_args
 from dsh_search.engine.searcher import StreamCounter
 from dsh_search.methods import mcp
 from dsh_search.methods.progress import tokens_of
 from dsh_search.methods.session import root_from_uri, roots_from_result
-from dsh_search.methods.tools import SEARCH_RESULT
+from dsh_search.methods.tools import GLOB_RESULT, GREP_RESULT
 from dsh_search.methods.tools import TERMINAL_SEARCH as TERMINAL_SPEC
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.outgoing import ID_PREFIX, OutgoingRequests, PeerError
@@ -157,19 +158,49 @@ def test_progress_tokens() -> None:
     assert tokens_of([1]) == (None, None)
 
 
-def test_output_schemas_admit_results_and_errors_and_nothing_else() -> None:
-    search = mcp.output_schema(SEARCH_RESULT)
-    jsonschema.Draft7Validator.check_schema(search)
+def test_each_result_schema_admits_its_own_shape_only() -> None:
+    """glob's result admits glob's meta, not grep's, and the other way round; MCP's outputSchema, the
+    structuredContent of every tool, is the text and nothing else."""
     paths = {"shape": "paths", "paths": ["a"], "truncated": False, "total": 1}
-    spill = {"locator": "/s/x", "bytes": 3, "retrievalHint": "h"}
-    jsonschema.validate({"text": "a", "meta": paths, "spill": None}, search)
-    jsonschema.validate({"text": "a", "meta": paths, "spill": spill}, search)
     matches = {"shape": "matches", "files": [{"path": "a", "matches": [{"lineNumber": 1, "line": "x"}]}]}
-    jsonschema.validate({"text": "a", "meta": {**matches, "truncated": True, "total": 9}, "spill": None}, search)
-    jsonschema.validate({"code": "SEARCH_FAILED", "text": "Error: x"}, search)
-    for bad in ({"text": "a", "meta": {"shape": "cards"}, "spill": None}, {"code": "NOPE", "text": "x"}, {"text": "a"}):
+    matches = {**matches, "truncated": True, "total": 9}
+    spill = {"locator": "/s/x", "bytes": 3, "retrievalHint": "h"}
+    for schema, own, other in ((GLOB_RESULT, paths, matches), (GREP_RESULT, matches, paths)):
+        jsonschema.Draft7Validator.check_schema(schema)
+        jsonschema.validate({"text": "a", "meta": own, "spill": None}, schema)
+        jsonschema.validate({"text": "a", "meta": own, "spill": spill}, schema)
+        for bad in (
+            {"text": "a", "meta": other, "spill": None},
+            {"text": "a", "meta": {"shape": "cards"}, "spill": None},
+            {"code": "SEARCH_FAILED", "text": "Error: x"},
+            {"text": "a"},
+        ):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(bad, schema)
+    jsonschema.Draft202012Validator.check_schema(mcp.TEXT_RESULT)
+    jsonschema.Draft202012Validator(mcp.TEXT_RESULT).validate({"text": "t"})
+    for bad in ({"text": "a", "meta": paths}, {"code": "INVALID_ARGS", "text": "Error: x"}, {}, {"text": 1}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, search)
-    terminal = mcp.output_schema(TERMINAL_SPEC.result)
+            jsonschema.Draft202012Validator(mcp.TEXT_RESULT).validate(bad)
+    terminal = TERMINAL_SPEC.result
     jsonschema.validate({"text": "t", "matches": [], "matchCount": 0, "totalLines": 1, "truncated": False}, terminal)
-    jsonschema.validate({"code": "INVALID_ARGS", "text": "Error: unknown terminal session: x"}, terminal)
+
+
+def test_a_tool_result_is_its_text_with_the_rest_in_meta() -> None:
+    value = {"text": "a.md", "meta": {"shape": "paths"}, "spill": None}
+    result = mcp.success_result(value)
+    assert result == {
+        "content": [{"type": "text", "text": "a.md"}],
+        "structuredContent": {"text": "a.md"},
+        "isError": False,
+        "_meta": {mcp.RESULT_KEY: {"meta": {"shape": "paths"}, "spill": None}},
+    }
+    assert {"text": result["structuredContent"]["text"], **result["_meta"][mcp.RESULT_KEY]} == value
+    link = {"type": "resource_link", "uri": "dsh-search://spill/s/a", "name": "a"}
+    assert mcp.success_result(value, link)["content"][1] == link
+    failed = mcp.error_result(invalid_args("nope"))
+    assert failed == {
+        "content": [{"type": "text", "text": "Error: nope"}],
+        "isError": True,
+        "_meta": {mcp.ERROR_KEY: {"code": "INVALID_ARGS", "text": "Error: nope"}},
+    }

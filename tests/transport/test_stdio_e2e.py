@@ -186,8 +186,9 @@ def test_initialize_and_discover(daemons: list[Daemon], exe: Path) -> None:
     init = d.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}})
     assert init["protocolVersion"] == "2025-06-18"
     assert init["serverInfo"] == {"name": "dsh-search", "version": "0.1.0"}
-    # listChanged: terminal_search joins the list once a scrollback exists; logging: notifications/message.
-    assert init["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+    # listChanged: terminal_search joins the list once a scrollback exists; logging: notifications/message;
+    # resources: the spill artifacts capped results link to.
+    assert init["capabilities"] == {"tools": {"listChanged": True}, "logging": {}, "resources": {}}
     assert init["ripgrep"] == {"path": f"{exe}-rg", "version": "15.2.0"}
     assert init["config"]["graceMs"] == GRACE_MS and init["config"]["sampleOverCapGlobResults"] is False
     assert (

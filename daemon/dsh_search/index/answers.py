@@ -22,6 +22,7 @@ from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index.files import TEXT
 from dsh_search.index.globlist import Matcher
 
+
 def _argv_budget() -> int:
     """Bytes of file names ripgrep's command line may carry: half of what execve takes (ARG_MAX, the
     strings and their pointers together), the other half left for the environment and the rest."""

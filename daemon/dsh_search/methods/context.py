@@ -9,6 +9,7 @@ be run without a server at all.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -28,6 +29,10 @@ class Control(Protocol):
     def running_requests(self, exclude: asyncio.Task[Any] | None = None) -> list[asyncio.Task[Any]]: ...
 
     def request_exit(self) -> None: ...
+
+    async def input_closed(self) -> None:
+        """Return once the daemon's input has ended (or it is exiting)."""
+        ...
 
 
 class Peer(Protocol):
@@ -55,6 +60,7 @@ class Context:
     peer: Peer | None = None
     session: Session = field(default_factory=Session)
     shutting_down: bool = False  # after `shutdown`: only `exit` is served
+    first_search: Callable[[], None] | None = None  # run once, by the first search (methods/tools.py)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification to the client (dropped when no server runs, as in unit tests)."""

@@ -15,9 +15,15 @@
   front of it (transport/jsonrpc.py) has already checked the envelope, so only well-formed calls get
   here. This module is the only one that imports jsonrpcserver, and it imports only the modules that
   dispatch (see `_load`).
-- Around the run: `shutdown` makes everything but `exit` an error, a tool call waits (bounded) for the
-  client's roots when a `roots/list` is out, and a tool call that asked for progress gets a reporter
-  for exactly as long as it runs (methods/progress.py).
+- Before the route, the era (methods/era.py): a request carrying the 2026-07-28 envelope in `_meta` is
+  checked (-32602, -32022), may not name a method that revision removed (-32601), runs with what it says
+  about itself in `session.current`, and its result gets that revision's shape (`era.complete`);
+  anything else is served as it always was. Each message is judged on its own: no connection is locked
+  to an era.
+- Around the run: `shutdown` makes everything but `exit` an error, a legacy tool call waits (bounded)
+  for the client's roots when a `roots/list` is out, a modern one that declared `roots` first asks for
+  them with an `input_required` result (methods/roots.py), and a tool call that asked for progress gets a
+  reporter for exactly as long as it runs (methods/progress.py).
 """
 
 from __future__ import annotations
@@ -32,10 +38,10 @@ from typing import Any, NamedTuple
 from dsh_search import texts
 from dsh_search.engine.failures import SEARCH_ABORTED, ToolError
 from dsh_search.engine.searcher import Tally
-from dsh_search.methods import mcp, progress, roots
+from dsh_search.methods import era, lifecycle, mcp, progress, resources, roots, session
 from dsh_search.methods import params as params_mod
 from dsh_search.methods.context import Context
-from dsh_search.methods.errors import error_code, error_data
+from dsh_search.methods.errors import RpcError, error_code, error_data
 from dsh_search.methods.registry import MethodSpec
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.requests import CancelReason
@@ -76,6 +82,8 @@ class Target(NamedTuple):
     params: Any  # as the call gave them (checked when the method runs)
     mcp: bool = False  # a tool run through tools/call: answered as an MCP tool result
     failure: ToolError | None = None  # a tools/call that names no usable tool: answered as this error
+    envelope: era.Envelope | None = None  # a modern (2026-07-28) request: its result is shaped so
+    method: str = ""  # the method the call named (tools/call for a tool run through it)
 
     @property
     def tool(self) -> str | None:
@@ -97,15 +105,34 @@ class Dispatcher:
             spec.name: partial(self._run, spec) for spec in ctx.methods
         }
 
-    def route(self, call: jsonrpc.Call) -> Target:
+    def route(self, call: jsonrpc.Call, envelope: era.Envelope | None = None) -> Target:
         spec = self.ctx.methods.get(call.method)
         if spec is None or spec.name != mcp.TOOLS_CALL.name:
-            return Target(call.method, spec, call.params)
+            return Target(call.method, spec, call.params, envelope=envelope, method=call.method)
         try:
             tool, arguments = mcp.tool_call(self.ctx, call.params or {})
         except ToolError as failure:
-            return Target(call.method, spec, call.params, failure=failure)
-        return Target(tool.name, tool, arguments, mcp=True)
+            return Target(call.method, spec, call.params, failure=failure, envelope=envelope, method=call.method)
+        return Target(tool.name, tool, arguments, mcp=True, envelope=envelope, method=call.method)
+
+    def era_of(self, call: jsonrpc.Call) -> era.Envelope | Response | None:
+        """The envelope of a modern request; the answer that refuses one (a bad envelope, a method the
+        modern era removed, a modern-only method without the envelope); None: legacy or native.
+        `initialize` is always legacy, whatever its `_meta` holds."""
+        if call.method == "initialize":
+            return None
+        found = era.classify(call.params)
+        if isinstance(found, era.Fault):
+            return jsonrpc.error(call.id, found.code, found.message, found.data)
+        if found is None:
+            if call.method in era.MODERN_ONLY:
+                return jsonrpc.error(call.id, jsonrpc.INVALID_PARAMS, era.missing_envelope())
+            return None
+        if call.id is None:  # MCP: a request id is never null
+            return jsonrpc.error(None, jsonrpc.INVALID_REQUEST, "Invalid request: the id must not be null")
+        if call.method in era.LEGACY_ONLY:
+            return jsonrpc.error(call.id, jsonrpc.METHOD_NOT_FOUND, "Method not found", call.method)
+        return found
 
     async def dispatch(self, call: jsonrpc.Call) -> Response | None:
         """Run one call in the request's own task (transport/requests.py); its answer, or None for a
@@ -115,12 +142,22 @@ class Dispatcher:
             if call.is_notification:
                 return None
             return jsonrpc.error(call.id, jsonrpc.INVALID_REQUEST, "server is shutting down")
-        target = self.route(call)
+        envelope = self.era_of(call)
+        if isinstance(envelope, dict):  # refused
+            return None if call.is_notification else envelope
+        if envelope is not None and call.is_notification:
+            return None  # a modern notification: only cancellation means anything, and the transport acted on it
+        session.current.set(session.Request(call.id, envelope))
+        target = self.route(call, envelope)
+        if envelope is not None and target.mcp:  # MCP lets only tools/call (here) answer input_required
+            asked = self._modern_roots(call, target, envelope)
+            if asked is not None:
+                return asked
         reporter = None
         if target.spec is not None and target.spec.tool is not None and not call.is_notification:
             reporter = progress.begin(ctx.notify, target.spec.name, target.spec.tool.progress, call.params)
         try:
-            if target.tool is not None:
+            if target.tool is not None and envelope is None:
                 await roots.settled(ctx)
             invocation = Invocation(target, reporter.tally if reporter is not None else None)
             request = Request(target.name, [invocation], NOID if call.is_notification else call.id)
@@ -133,6 +170,29 @@ class Dispatcher:
         response = to_serializable_one(to_response(request, outcome))
         assert isinstance(response, dict)
         return response
+
+    def _modern_roots(self, call: jsonrpc.Call, target: Target, envelope: era.Envelope) -> Response | None:
+        """A modern tools/call of a tool that works in the workspace, from a client that offers roots:
+        the input_required answer that asks for them, or an error for a malformed answer; None when the
+        call runs (with the roots it brought, in `session.current`)."""
+        assert target.spec is not None and target.spec.tool is not None
+        if not target.spec.tool.workspace:
+            return None
+        try:
+            found = roots.modern_roots(self.ctx, envelope, call.params)
+        except ToolError as err:
+            return jsonrpc.error(call.id, error_code(err), err.message, error_data(err))
+        if isinstance(found, dict):
+            return jsonrpc.result(call.id, self._complete(target.method, found))
+        if found is not None:
+            session.current.set(session.Request(call.id, envelope, found))
+        return None
+
+    def _complete(self, method: str, value: Any) -> Any:
+        """A modern result: its revision's shape (methods/era.py)."""
+        if not isinstance(value, dict):
+            value = {}
+        return era.complete(method, value, lifecycle.server_info(self.ctx))
 
     async def _run(self, spec: MethodSpec[Context], ctx: Context, invocation: Invocation) -> Result:
         """Check the params against the spec's schema, run its handler (or its tool), shape the outcome."""
@@ -152,27 +212,40 @@ class Dispatcher:
                 value = await spec.handler(ctx, params)
         except ToolError as err:
             if target.mcp:
-                return Success(mcp.error_result(err))
+                return Success(self._shaped(target, mcp.error_result(err)))
             return Error(error_code(err), err.message, error_data(err))
+        except RpcError as err:
+            return Error(err.code, err.message, err.data)
         except Exception:
             # A bug, not an input problem: logged with its traceback, answered without its details.
             log.exception("internal error in %s", spec.name)
             return Error(jsonrpc.INTERNAL_ERROR, "Internal error")
-        return Success(mcp.success_result(value) if target.mcp else value)
+        if target.mcp:
+            value = mcp.success_result(value, resources.link(ctx, value))
+        return Success(self._shaped(target, value))
+
+    def _shaped(self, target: Target, value: Any) -> Any:
+        return self._complete(target.method, value) if target.envelope is not None else value
 
     def cancelled_answer(self, call: jsonrpc.Call, reason: CancelReason) -> Response | None:
         """How a cancelled call is answered: -32800 for the caller's own cancellation, nothing for MCP's,
         SEARCH_ABORTED (an MCP error result for tools/call) when the daemon is going away."""
         if reason is CancelReason.CLIENT:
             return None
-        target = self.route(call)
+        envelope = self.era_of(call)
+        if isinstance(envelope, dict):
+            envelope = None
+        target = self.route(call, envelope)
         tool = target.tool
         aborted = ToolError(SEARCH_ABORTED, texts.aborted(tool)) if tool else None
         if reason is CancelReason.CALLER:
             data = error_data(aborted) if aborted else jsonrpc.NO_ID
             return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled", data)
         if aborted is None:
+            if envelope is not None and call.method == "subscriptions/listen":
+                # The server ends a subscription: gracefully, with its closing result.
+                return jsonrpc.result(call.id, self._complete(call.method, {"_meta": {era.SUBSCRIPTION_ID: call.id}}))
             return jsonrpc.error(call.id, jsonrpc.REQUEST_CANCELLED, "Request cancelled: the server is exiting")
         if target.mcp:
-            return jsonrpc.result(call.id, mcp.error_result(aborted))
+            return jsonrpc.result(call.id, self._shaped(target, mcp.error_result(aborted)))
         return jsonrpc.error(call.id, error_code(aborted), aborted.message, error_data(aborted))

@@ -16,6 +16,18 @@ from dsh_search.engine import failures
 from dsh_search.engine.failures import ToolError
 
 REQUEST_CANCELLED = -32800  # $/cancelRequest's answer (LSP's RequestCancelled)
+RESOURCE_NOT_FOUND = -32002  # MCP 2025-11-25 and older (2026-07-28 answers -32602 instead)
+
+
+class RpcError(Exception):
+    """A JSON-RPC error of the protocol's own, not a tool's failure: answered with exactly this code,
+    message and data (MCP's resource errors, a cursor never handed out)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 class Kind(NamedTuple):

@@ -13,6 +13,7 @@ from dsh_search.index.status import OFF, STATES, Status
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
+from dsh_search.methods.tools import search_scope
 
 
 def _integer(description: str) -> dict[str, Any]:
@@ -105,8 +106,10 @@ def wire(status: Status) -> dict[str, Any]:
 
 
 async def status(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The index as a search would find it now: asking starts it for the workspace, as a search does."""
     if ctx.index is None:
         return {"state": OFF, "files": 0, "bytes": 0, "mode": "off"}
+    search_scope(ctx)
     return wire(await ctx.index.status())
 
 

@@ -1,4 +1,9 @@
-"""Session methods: initialize, ping, shutdown, exit, rpc.discover."""
+"""Session methods: initialize, ping, shutdown, exit, rpc.discover — and MCP's server/discover.
+
+`initialize` opens the legacy era's session (2025-11-25 and older); `server/discover` is the modern era's
+(2026-07-28) description of the server, answered at once, before, without or after an `initialize`, and
+starting nothing: a client may spawn a copy of the server only to ask it (methods/era.py).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,13 @@ import asyncio
 from typing import Any
 
 from dsh_search import texts
+from dsh_search.methods import era
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
 
-# MCP protocol revisions this server speaks, newest first.
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+# The MCP revisions `initialize` negotiates, newest first.
+PROTOCOL_VERSIONS = era.LEGACY_VERSIONS
 
 
 def instructions(ctx: Context) -> str:
@@ -21,13 +27,16 @@ def instructions(ctx: Context) -> str:
 async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     asked = params.get("protocolVersion") if isinstance(params, dict) else None
     capabilities = params.get("capabilities") if isinstance(params, dict) else None
+    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
     ctx.session.mcp = isinstance(asked, str)
+    ctx.session.protocol_version = version if ctx.session.mcp else None
     ctx.session.client_roots = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
     return {
-        "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0],
-        "serverInfo": {"name": "dsh-search", "version": ctx.version},
-        # tools.listChanged: terminal_search joins the list once a scrollback exists (methods/mcp.py).
-        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+        "protocolVersion": version,
+        "serverInfo": server_info(ctx),
+        # tools.listChanged: terminal_search joins the list once a scrollback exists (methods/mcp.py);
+        # resources: capped results' spill artifacts (methods/resources.py).
+        "capabilities": {"tools": {"listChanged": True}, "logging": {}, "resources": {}},
         "instructions": instructions(ctx),
         "guidance": {
             "glob": texts.glob_guidance(ctx.config.sample_over_cap_glob_results),
@@ -36,6 +45,21 @@ async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
         },
         "ripgrep": {"path": ctx.rg.path, "version": ctx.rg.version},
         "config": ctx.config.as_json(),
+    }
+
+
+def server_info(ctx: Context) -> dict[str, Any]:
+    return {"name": "dsh-search", "version": ctx.version}
+
+
+async def server_discover(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """The modern era's description of the server (the dispatcher adds resultType, the caching hints and
+    serverInfo). Only the modern version is listed: the legacy ones are reached through initialize.
+    tools.listChanged: terminal_search's arrival is announced on subscriptions/listen."""
+    return {
+        "supportedVersions": [era.MODERN_VERSION],
+        "capabilities": {"tools": {"listChanged": True}, "resources": {}},
+        "instructions": instructions(ctx),
     }
 
 
@@ -76,6 +100,18 @@ SPECS = (
         ),
         result={"type": "object", "required": ["protocolVersion", "serverInfo", "capabilities", "instructions"]},
         check_params=False,  # LSP and MCP clients send many fields of their own; none can make this fail
+    ),
+    MethodSpec(
+        "server/discover",
+        summary="MCP 2026-07-28: the versions, capabilities and instructions of this server; needs the "
+        "request envelope in `_meta`, and starts nothing.",
+        handler=server_discover,
+        params=object_schema({"_meta": {"type": "object"}}, ["_meta"]),
+        result={
+            "type": "object",
+            "required": ["resultType", "supportedVersions", "capabilities", "ttlMs", "cacheScope"],
+        },
+        check_params=False,  # the envelope is checked by the dispatcher (methods/era.py)
     ),
     MethodSpec("ping", summary="Liveness check; answers an empty object.", handler=ping, result={"type": "object"}),
     MethodSpec(

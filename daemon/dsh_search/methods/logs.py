@@ -21,10 +21,10 @@ from typing import Any
 
 from dsh_search.engine.failures import INVALID_ARGS, invalid_args
 from dsh_search.methods.context import Context
+from dsh_search.methods.era import LOG_LEVELS
 from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
-from dsh_search.methods.session import LOG_LEVELS
 
 _PYTHON_LEVELS = {
     "debug": logging.DEBUG,

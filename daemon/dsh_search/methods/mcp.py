@@ -8,11 +8,18 @@ tool result (`success_result`, `error_result`): a tool failure is a result with 
 `Error: …` text, never a JSON-RPC error. A call that names no usable tool, or whose own params are
 malformed, is a JSON-RPC error (-32602).
 
-Every tool has an `outputSchema`: its native result schema, or the error object `{code, text}` that an
-`isError` result carries as `structuredContent` (MCP: structured content must conform to the output
-schema when there is one, and clients such as the TypeScript SDK validate it on error results too).
+A result is sized for a model (docs/decisions.md, "What a model is given"): frameworks hand the model
+either the text content or `structuredContent`, so `structuredContent` is the text alone, `{text}`, and
+every tool's `outputSchema` says exactly that. The rest of the native result — a search's `meta` (what a
+host draws a search card from) and `spill`, terminal_search's matches and counts — goes where no model
+reads it: the result's `_meta["dsh-search/result"]`, so the native result is `{text, ...that}`. A failure
+is its `Error: …` text and nothing else a model could be handed (no structuredContent: one level of
+text, not JSON inside JSON), with the native error's `{code, text}` in `_meta["dsh-search/error"]`. A
+capped result's spill artifact is also a `resource_link` (methods/resources.py), after the text that
+names it.
+
 A tool whose declaration says it is not listed right now (terminal_search before any scrollback exists,
-see `terminalSearch`) is neither in tools/list nor callable through tools/call.
+see `terminalSearch`; read without `readTool`) is neither in tools/list nor callable through tools/call.
 """
 
 from __future__ import annotations
@@ -22,23 +29,22 @@ from typing import Any
 from dsh_search.engine.failures import INVALID_ARGS, ToolError, invalid_args
 from dsh_search.methods import params as params_mod
 from dsh_search.methods.context import Context
-from dsh_search.methods.errors import KINDS, error_data, openrpc_errors
+from dsh_search.methods.errors import RpcError, error_data, openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
+from dsh_search.transport import jsonrpc
 
-# structuredContent of an isError result: the failure kind and the model-facing text.
-TOOL_ERROR: dict[str, Any] = {
+RESULT_KEY = "dsh-search/result"  # _meta of a success: the native result but its text
+ERROR_KEY = "dsh-search/error"  # _meta of a failure: the native error's data, {code, text}
+
+# structuredContent of every tool, and so its outputSchema: the text the model is shown.
+TEXT_RESULT: dict[str, Any] = {
     **object_schema(
-        {"code": {"type": "string", "enum": [kind.name for kind in KINDS]}, "text": {"type": "string"}},
-        ["code", "text"],
+        {"text": {"type": "string", "description": "What the model is shown: the text content, as is."}},
+        ["text"],
     ),
     "additionalProperties": False,
 }
-
-
-def output_schema(result: dict[str, Any]) -> dict[str, Any]:
-    """A tool's outputSchema: its result, or the error object (disjoint: results have other required keys)."""
-    return {"type": "object", "oneOf": [result, TOOL_ERROR]}
 
 
 def is_listed(ctx: Context, spec: MethodSpec[Context]) -> bool:
@@ -57,7 +63,7 @@ def definitions(ctx: Context) -> list[dict[str, Any]]:
                 "name": spec.name,
                 "description": spec.tool.describe(ctx.config),
                 "inputSchema": spec.tool.input_schema,
-                "outputSchema": output_schema(spec.result),
+                "outputSchema": TEXT_RESULT,
                 "annotations": {"readOnlyHint": True},
             }
         )
@@ -67,36 +73,71 @@ def definitions(ctx: Context) -> list[dict[str, Any]]:
 # --- the shape of a tool result ------------------------------------------------------------------------
 
 
-def success_result(value: dict[str, Any]) -> dict[str, Any]:
+def success_result(value: dict[str, Any], link: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A tool's value as an MCP result: its text as content (and a resource_link when there is one), the
+    text as structuredContent, the rest of the value in `_meta`."""
     text = value["text"] if isinstance(value.get("text"), str) else ""
-    return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if link is not None:
+        content.append(link)
+    result: dict[str, Any] = {"content": content, "structuredContent": {"text": text}, "isError": False}
+    rest = {key: item for key, item in value.items() if key != "text"}
+    if rest:
+        result["_meta"] = {RESULT_KEY: rest}
+    return result
 
 
 def error_result(err: ToolError) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": err.text}], "structuredContent": error_data(err), "isError": True}
+    return {"content": [{"type": "text", "text": err.text}], "isError": True, "_meta": {ERROR_KEY: error_data(err)}}
 
 
 # --- the methods -----------------------------------------------------------------------------------------
 
 
+def no_cursor(params: dict[str, Any]) -> None:
+    """MCP's lists here come in one page: a cursor can only be one this server never gave (-32602)."""
+    if "cursor" in params:
+        raise RpcError(jsonrpc.INVALID_PARAMS, "Invalid cursor: this list has one page")
+
+
+# Params of MCP's list methods: a cursor (never valid here) and the request's _meta.
+LIST_PARAMS = object_schema({"cursor": {"type": "string"}, "_meta": {"type": "object"}}, [])
+
+
 async def tools_list(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    no_cursor(params)
     return {"tools": definitions(ctx)}
 
 
 TOOLS_LIST = MethodSpec[Context](
     "tools/list",
-    summary="The model-facing tools (glob, grep, terminal_search) with descriptions and input schemas.",
+    summary="The model-facing tools (glob, grep, terminal_search, and read with readTool) with descriptions "
+    "and input schemas.",
     handler=tools_list,
+    params=LIST_PARAMS,
     result=object_schema({"tools": {"type": "array"}}, ["tools"]),
+    errors=openrpc_errors(INVALID_ARGS),
 )
 TOOLS_CALL = MethodSpec[Context](
     "tools/call",
     summary="Run a tool the MCP way: {name, arguments, _meta?: {cwd?, sessionId?}} → MCP tool result.",
     params=object_schema(
-        {"name": {"type": "string"}, "arguments": {"type": "object"}, "_meta": {"type": "object"}}, ["name"]
+        {
+            "name": {"type": "string"},
+            "arguments": {"type": "object"},
+            "_meta": {"type": "object"},
+            "inputResponses": {"type": "object"},
+            "requestState": {"type": "string"},
+        },
+        ["name"],
     ),
     result=object_schema(
-        {"content": {"type": "array"}, "structuredContent": {"type": "object"}, "isError": {"type": "boolean"}},
+        {
+            "content": {"type": "array"},
+            "structuredContent": TEXT_RESULT,
+            "isError": {"type": "boolean"},
+            "_meta": {"type": "object"},
+        },
         ["content", "isError"],
     ),
     errors=openrpc_errors(INVALID_ARGS, cancellable=True),

@@ -44,6 +44,7 @@ class Tool(Generic[C]):
     progress: Callable[[Tally], str]  # the progress message for a running call
     host_fields: tuple[str, ...] = ()  # params an MCP client passes in `tools/call`'s `_meta` instead
     listed: Callable[[C], bool] | None = None  # whether tools/list shows it now (None: always)
+    workspace: bool = False  # it works in the workspace: a modern client's roots apply (methods/roots.py)
 
 
 @dataclass(frozen=True)

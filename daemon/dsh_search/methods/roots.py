@@ -12,6 +12,13 @@ No deadlock, no unbounded wait: each `roots/list` has a timeout (`ROOTS_TIMEOUT_
 arrives while one is out waits for it at most that long (`settled`), then uses what is known. A client
 that fails to answer, answers an error, or lists no usable root leaves the workspace as if it had no
 roots: the daemon's own directory, which is refused when it is `/` (texts.NO_WORKSPACE).
+
+A modern (2026-07-28) request is stateless: the server sends no requests of its own, and no roots outlive
+the request that learnt them. When a `tools/call` of a tool that searches the workspace declares the
+`roots` capability in its own envelope (and no --workdir was given), it is answered with an
+`input_required` result asking `roots/list` (`modern_roots`); the client sends the call again with its
+roots in `inputResponses`, and those roots are that call's workspace and confinement, as above
+(`session.current`). A modern request without the capability works in the daemon's own directory.
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ import contextlib
 import logging
 from typing import Any
 
+from dsh_search.engine.failures import invalid_args
 from dsh_search.engine.scope import Scope
+from dsh_search.methods import era
 from dsh_search.methods.context import Context
 from dsh_search.methods.registry import MethodSpec
-from dsh_search.methods.session import Root, roots_from_result
+from dsh_search.methods.session import Root, modern_request, roots_from_result
 from dsh_search.transport.outgoing import PeerError
 
 log = logging.getLogger("dsh_search.roots")
@@ -38,10 +47,48 @@ def applies(ctx: Context) -> bool:
 
 
 def workspace_roots(ctx: Context) -> tuple[Root, ...]:
-    """The client's roots in effect for a search now (empty: none, the daemon's directory rules)."""
+    """The client's roots in effect for a search now (empty: none, the daemon's directory rules): a
+    modern request's own, else the session's."""
+    request = modern_request()
+    if request is not None:
+        return () if ctx.workdir_given else request.roots or ()
     if not applies(ctx):
         return ()
     return ctx.session.roots or ()
+
+
+# The key of the roots/list an input_required result asks for, and what it asks.
+ROOTS_INPUT = "roots"
+_LIST_ROOTS = {"method": "roots/list"}
+
+
+def modern_roots(ctx: Context, envelope: era.Envelope, params: Any) -> tuple[Root, ...] | dict[str, Any] | None:
+    """For a modern tools/call of a tool that searches the workspace: the roots its client answered
+    with (in `inputResponses`), an input_required result asking for them, or None when roots do not
+    apply (--workdir given, or the request did not declare the `roots` capability). Raises
+    INVALID_ARGS (-32602) for `inputResponses` that are not a map of answers, or a roots answer that
+    is not a roots/list result."""
+    if ctx.workdir_given or not isinstance(envelope.capabilities.get("roots"), dict):
+        return None
+    responses = params.get("inputResponses") if isinstance(params, dict) else None
+    if responses is None:
+        return era.input_required({ROOTS_INPUT: _LIST_ROOTS})
+    if not isinstance(responses, dict):
+        raise invalid_args("inputResponses must be an object")
+    answer = responses.get(ROOTS_INPUT)
+    if answer is None:  # answered something else: ask again (MRTR: re-ask rather than fail)
+        return era.input_required({ROOTS_INPUT: _LIST_ROOTS})
+    if not isinstance(answer, dict) or not isinstance(answer.get("roots"), list):
+        raise invalid_args(f"inputResponses.{ROOTS_INPUT} must be a roots/list result")
+    found = roots_from_result(answer)
+    if not found:
+        log.warning(
+            "roots/list: the client listed no usable root (%s; only file:// URIs of this machine count); "
+            "the search uses %s",
+            _listed(answer),
+            "the server's own directory" if ctx.workspace != "/" else "no workspace: relative searches are refused",
+        )
+    return found
 
 
 def scope(ctx: Context) -> Scope:

@@ -19,6 +19,7 @@ from dsh_search.methods.context import Context
 from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
+from dsh_search.methods.subscriptions import notify_tools_changed
 from dsh_search.store import scrollback
 from dsh_search.store.scrollback import Snapshot
 
@@ -62,13 +63,17 @@ def terminal_search_listed(ctx: Context) -> bool:
 
 
 def announce_terminal_search(ctx: Context) -> None:
-    """The first append makes terminal_search a tool (auto mode): MCP clients are told the list changed."""
+    """The first append makes terminal_search a tool (auto mode): MCP clients are told the list changed —
+    a legacy session at once, a modern client on the subscriptions/listen streams that asked to hear it."""
     session = ctx.session
     if session.terminal_search_announced:
         return
     session.terminal_search_announced = True
-    if ctx.config.terminal_search == "auto" and session.mcp:
+    if ctx.config.terminal_search != "auto":
+        return
+    if session.mcp:
         ctx.notify("notifications/tools/list_changed")
+    notify_tools_changed(ctx)
 
 
 # --- scrollback/append ----------------------------------------------------------------------------------

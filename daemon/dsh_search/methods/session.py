@@ -1,18 +1,23 @@
 """What the daemon knows about the client it serves: whether it is an MCP client, the roots it shared,
-the log level it asked for, and whether terminal_search has been announced.
+the log level it asked for, and whether terminal_search has been announced — and, for the request being
+served, what that request alone says (`Request`, `current`).
 
-One daemon serves one client over stdin/stdout, so this is one object per process (`Context.session`).
+One daemon serves one client over stdin/stdout, so the session is one object per process
+(`Context.session`). It is the legacy era's: `initialize` opens it. A modern (2026-07-28) request carries
+everything it relies on itself — version, capabilities, its roots when it asked for them — and nothing of
+it outlives the request: the dispatcher sets `current` in the request's own task, where the methods it
+runs read it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-# MCP's log levels (RFC 5424 severities), least severe first.
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+from dsh_search.methods.era import Envelope
 
 
 class Root(NamedTuple):
@@ -64,9 +69,17 @@ def roots_from_result(result: Any) -> tuple[Root, ...]:
     return tuple(found)
 
 
+class Listener(NamedTuple):
+    """An open `subscriptions/listen` (methods/subscriptions.py): its id and what it asked to hear."""
+
+    id: Any  # the listen request's id, the subscription's id
+    tools: bool  # notifications/tools/list_changed
+
+
 @dataclass
 class Session:
     mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
+    protocol_version: str | None = None  # the revision `initialize` answered with (None: no initialize)
     client_roots: bool = False  # the client declared the `roots` capability
     initialized: bool = False  # `notifications/initialized` arrived
     roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
@@ -74,6 +87,7 @@ class Session:
     roots_stale: bool = False  # list_changed arrived while a fetch was in flight: fetch again
     log_level: str | None = None  # set by logging/setLevel
     terminal_search_announced: bool = False  # listed in tools/list (auto mode: after a scrollback exists)
+    listeners: list[Listener] = field(default_factory=list)  # open subscriptions/listen streams
 
     def log_threshold(self) -> str | None:
         """The least severe level sent as `notifications/message`, or None: send none.
@@ -84,3 +98,26 @@ class Session:
         if self.log_level is not None:
             return self.log_level
         return "notice" if self.mcp else None
+
+
+class Request(NamedTuple):
+    """What the request being served says for itself."""
+
+    id: Any  # its JSON-RPC id (a subscription's id)
+    envelope: Envelope | None = None  # its modern envelope; None: a legacy MCP or native request
+    roots: tuple[Root, ...] | None = None  # the roots its client answered a roots/list with (MRTR)
+
+    @property
+    def modern(self) -> bool:
+        return self.envelope is not None
+
+
+# The request the running task serves: set by the dispatcher in the request's own task, so each request
+# sees its own (a task copies the context it was created in; nothing set here leaks into another).
+current: contextvars.ContextVar[Request | None] = contextvars.ContextVar("dsh_search_request", default=None)
+
+
+def modern_request() -> Request | None:
+    """The request being served when it is a modern one, else None."""
+    request = current.get()
+    return request if request is not None and request.modern else None

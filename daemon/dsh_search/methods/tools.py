@@ -1,11 +1,12 @@
-"""The model-facing tools — glob, grep, terminal_search — each declared once.
+"""The model-facing tools — glob, grep, terminal_search, read — each declared once.
 
 A declaration says everything the protocol needs to know about a tool: its native params (the model's
 params plus the host-only fields), the model-facing input schema and description, its result schema
 (also its MCP outputSchema), the error kinds it answers, how its progress reads, and `run`, which turns
 checked params into the engine's arguments and the engine's value into the result. The engine does the
-work (engine/glob.py, engine/grep.py, engine/terminal.py); the dispatcher runs a tool the same way
-whether it is called natively or through `tools/call` (methods/dispatch.py).
+work (engine/glob.py, engine/grep.py, engine/terminal.py, engine/read.py); the dispatcher runs a tool the same
+way whether it is called natively or through `tools/call` (methods/dispatch.py). `read` is an MCP tool
+only with `readTool` (its native method is always served).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from dsh_search.config import Config
 from dsh_search.engine import failures
 from dsh_search.engine.glob import GlobArgs, glob
 from dsh_search.engine.grep import GrepArgs, grep
+from dsh_search.engine.read import DEFAULT_LIMIT, ReadArgs, read
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Tally
 from dsh_search.engine.terminal import TerminalArgs, terminal_search
 from dsh_search.engine.terminal import validate as validate_terminal
+from dsh_search.methods import resources
 from dsh_search.methods.context import Context
 from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
@@ -29,9 +32,9 @@ from dsh_search.methods.registry import MethodSpec, Tool
 from dsh_search.methods.roots import scope
 from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of, terminal_search_listed
 
-# The result of glob and grep, as rpc.discover and MCP's outputSchema describe it. `meta` has one of two
-# shapes (engine/presentation.py): glob's paths, grep's matches grouped by file; `spill` is null when
-# nothing was saved.
+# The results of glob and grep, as rpc.discover describes them. `meta` has the tool's own shape
+# (engine/presentation.py): glob's paths, grep's matches grouped by file; `spill` is null when nothing
+# was saved.
 SPILL_REF: dict[str, Any] = object_schema(
     {"locator": {"type": "string"}, "bytes": {"type": "integer"}, "retrievalHint": {"type": "string"}},
     ["locator", "bytes", "retrievalHint"],
@@ -68,14 +71,17 @@ MATCHES_META: dict[str, Any] = object_schema(
     },
     ["shape", "files", "truncated", "total"],
 )
-SEARCH_RESULT: dict[str, Any] = object_schema(
-    {
-        "text": {"type": "string"},
-        "meta": {"oneOf": [PATHS_META, MATCHES_META]},
-        "spill": {"oneOf": [SPILL_REF, {"type": "null"}]},
-    },
-    ["text", "meta", "spill"],
-)
+
+
+def search_result(meta: dict[str, Any]) -> dict[str, Any]:
+    return object_schema(
+        {"text": {"type": "string"}, "meta": meta, "spill": {"oneOf": [SPILL_REF, {"type": "null"}]}},
+        ["text", "meta", "spill"],
+    )
+
+
+GLOB_RESULT = search_result(PATHS_META)
+GREP_RESULT = search_result(MATCHES_META)
 SEARCH_ERRORS = openrpc_errors(*failures.KIND_NAMES, cancellable=True)
 
 # Host-only fields of glob and grep: never in the model-facing schema; MCP callers pass them in `_meta`.
@@ -94,23 +100,31 @@ def _file_tool(
     summary: str,
     describe: Callable[[Config], str],
     model_properties: dict[str, dict[str, Any]],
+    result: dict[str, Any],
     run: Callable[[Context, dict[str, Any], Tally | None], Any],
     progress: Callable[[Tally], str],
+    *,
+    required: tuple[str, ...] = ("pattern",),
+    errors: tuple[dict[str, Any], ...] = SEARCH_ERRORS,
+    listed: Callable[[Context], bool] | None = None,
+    host_fields: tuple[str, ...] = tuple(HOST_FIELDS),
 ) -> MethodSpec[Context]:
-    """glob or grep: the native params are the model's plus the host-only fields; the model's input
+    """glob, grep or read: the native params are the model's plus the host-only fields; the model's input
     schema has the model's only (MCP clients pass the host fields in `_meta`)."""
     return MethodSpec(
         name,
         summary=summary,
-        params=object_schema({**model_properties, **HOST_FIELDS}, ["pattern"]),
-        result=SEARCH_RESULT,
-        errors=SEARCH_ERRORS,
+        params=object_schema({**model_properties, **{f: HOST_FIELDS[f] for f in host_fields}}, list(required)),
+        result=result,
+        errors=errors,
         tool=Tool(
             describe=describe,
-            input_schema=object_schema(model_properties, ["pattern"]),
+            input_schema=object_schema(model_properties, list(required)),
             run=run,
             progress=progress,
-            host_fields=tuple(HOST_FIELDS),
+            host_fields=host_fields,
+            listed=listed,
+            workspace=True,
         ),
     )
 
@@ -118,8 +132,13 @@ def _file_tool(
 # --- glob ------------------------------------------------------------------------------------------------
 
 
-def _scope(ctx: Context) -> Scope:
-    """Where a search may run now; the workspace index follows the workspace it names."""
+def search_scope(ctx: Context) -> Scope:
+    """Where a search may run now. The workspace index follows the workspace it names, and the first
+    search starts what a daemon does for searches (`Context.first_search`): a daemon asked nothing but
+    `initialize` or `server/discover` starts none of it."""
+    if ctx.first_search is not None:
+        start, ctx.first_search = ctx.first_search, None
+        start()
     where = scope(ctx)
     if ctx.index is not None:
         ctx.index.set_workspace(None if where.workspace_is_fallback else where.workspace)
@@ -128,7 +147,7 @@ def _scope(ctx: Context) -> Scope:
 
 async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
     args = GlobArgs(params["pattern"], params.get("path"), params.get("cwd"), params.get("sessionId", DEFAULT_SESSION))
-    return (await glob(ctx.searcher, args, _scope(ctx), tally)).as_json()
+    return (await glob(ctx.searcher, args, search_scope(ctx), tally)).as_json()
 
 
 GLOB = _file_tool(
@@ -139,6 +158,7 @@ GLOB = _file_tool(
         "pattern": {"type": "string", "description": texts.GLOB_PATTERN_DESCRIPTION},
         "path": {"type": "string", "description": texts.GLOB_PATH_DESCRIPTION},
     },
+    GLOB_RESULT,
     run_glob,
     lambda tally: f"glob: {tally.items} files found so far",
 )
@@ -154,7 +174,7 @@ async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) ->
         params.get("cwd"),
         params.get("sessionId", DEFAULT_SESSION),
     )
-    return (await grep(ctx.searcher, args, _scope(ctx), tally)).as_json()
+    return (await grep(ctx.searcher, args, search_scope(ctx), tally)).as_json()
 
 
 GREP = _file_tool(
@@ -166,6 +186,7 @@ GREP = _file_tool(
         "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
         "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
     },
+    GREP_RESULT,
     run_grep,
     lambda tally: f"grep: {tally.items} matches in {tally.files} files so far",
 )
@@ -226,4 +247,55 @@ TERMINAL_SEARCH = MethodSpec[Context](
     ),
 )
 
-SPECS = (GLOB, GREP, TERMINAL_SEARCH)
+# --- read ----------------------------------------------------------------------------------------------------
+
+
+async def run_read(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    """A path, or the dsh-search:// link of a spill artifact (whose page, when it names one, is the
+    default offset and limit)."""
+    path: str = params["path"]
+    offset, limit = params.get("offset"), params.get("limit")
+    if path.startswith(resources.PREFIX):
+        page = resources.parse(ctx.spill.root, path)
+        path = page.locator
+        offset = page.offset if offset is None else offset
+        limit = page.limit if limit is None else limit
+    args = ReadArgs(path, 1 if offset is None else offset, DEFAULT_LIMIT if limit is None else limit, params.get("cwd"))
+    return (await read(ctx.searcher, args, search_scope(ctx))).as_json()
+
+
+def read_listed(ctx: Context) -> bool:
+    """The read tool is an MCP tool only when the deployment asks for it (`readTool`)."""
+    return ctx.config.read_tool
+
+
+READ = _file_tool(
+    "read",
+    "Read a text file's lines, numbered, from offset for limit lines; confined as glob and grep, spill "
+    "artifacts included. An MCP tool only with readTool.",
+    lambda _config: texts.READ_DESCRIPTION,
+    {
+        "path": {"type": "string", "description": texts.READ_PATH_DESCRIPTION},
+        "offset": {"type": "integer", "description": texts.READ_OFFSET_DESCRIPTION},
+        "limit": {"type": "integer", "description": texts.READ_LIMIT_DESCRIPTION},
+    },
+    object_schema(
+        {
+            "text": {"type": "string"},
+            "path": {"type": "string"},
+            "startLine": {"type": "integer"},
+            "endLine": {"type": "integer"},
+            "totalLines": {"type": "integer"},
+            "nextOffset": {"type": ["integer", "null"]},
+        },
+        ["text", "path", "startLine", "endLine", "totalLines", "nextOffset"],
+    ),
+    run_read,
+    lambda _tally: "read: reading",
+    required=("path",),
+    errors=openrpc_errors(failures.INVALID_ARGS, failures.SEARCH_FAILED, cancellable=True),
+    listed=read_listed,
+    host_fields=("cwd",),
+)
+
+SPECS = (GLOB, GREP, TERMINAL_SEARCH, READ)

@@ -72,6 +72,7 @@ class Server:
         self.requests.on_reply = self.outgoing.on_reply
         self._finish: asyncio.Future[str] | None = None
         self._abort = asyncio.Event()  # set by any ending that must not wait for running requests
+        self._ending = asyncio.Event()  # set by every ending: stdin EOF, exit, a signal, stdout gone
         self._input_closed = False
         self._unread = 0  # bytes handed to the loop and not yet fed to the decoder (see _MAX_UNREAD_BYTES)
         self._unread_lock = threading.Condition()
@@ -120,6 +121,7 @@ class Server:
         return 0
 
     def _end(self, reason: str) -> None:
+        self._ending.set()
         if reason != "eof":
             self._abort.set()
         if self._finish is not None and not self._finish.done():
@@ -127,6 +129,11 @@ class Server:
 
     def request_exit(self) -> None:
         self._end("exit")
+
+    async def input_closed(self) -> None:
+        """Return once the server is ending: its input is closed, or it is exiting. Requests that would
+        otherwise run forever (MCP's subscriptions/listen) end with it, so stdin EOF still exits."""
+        await self._ending.wait()
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification to the peer."""

@@ -1,7 +1,7 @@
-// The official MCP TypeScript SDK client (@modelcontextprotocol/sdk) drives the frozen dsh-search over
-// stdio, as an editor or desktop client would. Run by tests/mcp/test_typescript_sdk.py, which sets
-// DSH_SEARCH_EXE, DSH_SLOW_CORPUS and DSH_SLOW_PATTERN. The SDK validates every structuredContent
-// against the tool's outputSchema itself (after listTools), error results included.
+// The official MCP TypeScript SDK client 1.x (@modelcontextprotocol/sdk) drives the frozen dsh-search over
+// stdio, as an editor or desktop client would: the 2025-11-25 initialize handshake, the legacy era. Run by
+// tests/mcp/test_typescript_sdk.py, which sets DSH_SEARCH_EXE, DSH_SLOW_CORPUS and DSH_SLOW_PATTERN. The
+// SDK validates every structuredContent against the tool's outputSchema itself (after listTools).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -22,6 +22,8 @@ const EXE = process.env.DSH_SEARCH_EXE;
 const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
 const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
 const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
+// The slow searches take seconds, more on a busy machine: the daemon's own timeout must not end them.
+const SLOW_TIMEOUT_MS = '120000';
 
 function scratch(files) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-mcp-ts-'));
@@ -104,7 +106,7 @@ test('roots from the client are the workspace, and follow roots/list_changed', {
 });
 
 test('progress notifications during a slow search', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const seen = [];
     const result = await client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {
@@ -121,7 +123,7 @@ test('progress notifications during a slow search', { skip }, async () => {
 });
 
 test('cancellation: an aborted call stops ripgrep and the session goes on', { skip }, async () => {
-  const client = await connect(['--workdir', SLOW_CORPUS]);
+  const client = await connect(['--workdir', SLOW_CORPUS, '--timeout-ms', SLOW_TIMEOUT_MS]);
   try {
     const controller = new AbortController();
     const call = client.callTool({ name: 'grep', arguments: { pattern: SLOW_PATTERN } }, undefined, {
@@ -142,15 +144,17 @@ test('cancellation: an aborted call stops ripgrep and the session goes on', { sk
   }
 });
 
-test('structuredContent conforms to outputSchema, error results included', { skip }, async () => {
+test('structuredContent conforms to outputSchema; failures are their text only', { skip }, async () => {
   const files = {};
   for (let i = 0; i < 5; i += 1) files[`d${i}/f${i}.md`] = `line ${i}\n`;
   const project = scratch(files);
   const client = await connect(['--workdir', project, '--glob-max-results', '2', '--grep-max-matches', '2']);
   try {
+    assert.equal(client.getServerVersion().name, 'dsh-search');
+    assert.deepEqual(client.getServerCapabilities(), { tools: { listChanged: true }, logging: {}, resources: {} });
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep']);
-    for (const tool of tools) assert.equal(tool.outputSchema.type, 'object');
+    for (const tool of tools) assert.deepEqual(tool.outputSchema.required, ['text']);
     const calls = [
       ['glob', { pattern: '*.md' }, false],
       ['glob', { pattern: 'nothing' }, false],
@@ -161,24 +165,37 @@ test('structuredContent conforms to outputSchema, error results included', { ski
     for (const [name, args, isError] of calls) {
       const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
       assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
-      assert.equal(result.structuredContent.text, textOf(result));
+      if (isError) assert.equal(result.structuredContent, undefined); // the text alone: one level
+      else assert.deepEqual(result.structuredContent, { text: textOf(result) });
     }
     const bad = await client.callTool({ name: 'grep', arguments: { pattern: '(unclosed' } });
-    assert.equal(bad.structuredContent.code, 'SEARCH_INVALID_PATTERN');
+    assert.equal(bad._meta['dsh-search/error'].code, 'SEARCH_INVALID_PATTERN');
     assert.match(textOf(bad), /^Error: grep pattern rejected by ripgrep: /);
   } finally {
     await client.close();
   }
 });
 
-test('the spill path is searchable under --allowed-root', { skip }, async () => {
+test('a capped result is read through its link, the read tool and grep, under --allowed-root', { skip }, async () => {
   const project = scratch({ 'f0.md': 'n\n', 'f1.md': 'n\n', 'f2.md': 'n\n', 'f3.md': 'n\n' });
   const spill = scratch({});
-  const client = await connect(['--workdir', project, '--allowed-root', project, '--glob-max-results', '2'], { spill });
+  const args = ['--workdir', project, '--allowed-root', project, '--glob-max-results', '2', '--read-tool', 'true'];
+  const client = await connect(args, { spill });
   try {
     const capped = await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } });
-    const locator = capped.structuredContent.spill.locator;
+    const locator = capped._meta['dsh-search/result'].spill.locator;
     assert.ok(locator.startsWith(spill), locator);
+    const link = capped.content[1];
+    assert.equal(link.type, 'resource_link');
+    const whole = await client.readResource({ uri: link.uri });
+    assert.equal(whole.contents[0].text, 'f0.md\nf1.md\nf2.md\nf3.md');
+    const page = await client.readResource({ uri: `${link.uri}?offset=2&limit=1` });
+    assert.equal(page.contents[0].text, 'f1.md');
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assert.equal(resourceTemplates[0].uriTemplate, 'dsh-search://spill/{session}/{artifact}{?offset,limit}');
+    await assert.rejects(client.readResource({ uri: link.uri.replace(/[^/]+$/, '0123456789ab-gone.txt') }), /-32002/);
+    const read = await client.callTool({ name: 'read', arguments: { path: locator, offset: 4 } });
+    assert.equal(textOf(read), '     4\tf3.md');
     const found = await client.callTool({ name: 'grep', arguments: { pattern: 'f3', path: locator } });
     assert.equal(found.isError, false, textOf(found));
     assert.equal(textOf(found), `Found 1 match\n\n${locator}\nLine 4: f3.md`);
@@ -205,7 +222,7 @@ test('terminal_search is listed once a scrollback exists, announced with list_ch
     assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep', 'terminal_search']);
     const found = await client.callTool({ name: 'terminal_search', arguments: { sessionId: 'term-1', pattern: 'error' } });
     assert.equal(textOf(found), '[offset 1] error: missing semicolon\n[search: 1 of 1 matches, 3 retained lines]');
-    assert.deepEqual(found.structuredContent.matches, [{ offset: 1, line: 'error: missing semicolon' }]);
+    assert.deepEqual(found._meta['dsh-search/result'].matches, [{ offset: 1, line: 'error: missing semicolon' }]);
     const unknown = await client.callTool({ name: 'terminal_search', arguments: { sessionId: 'nope', pattern: 'x' } });
     assert.equal(unknown.isError, true);
     assert.equal(textOf(unknown), 'Error: unknown terminal session: nope');

@@ -613,7 +613,7 @@ def test_a_daemon_asked_only_to_describe_itself_starts_nothing(tree: Path, tmp_p
         params = modern() if opening == "server/discover" else {"protocolVersion": "2025-11-25", "capabilities": {}}
         d.result(opening, params)
         assert d.no_response(0.3)  # no roots/list, nothing
-        assert d.ctx.index.status().root is None  # no workspace opened
+        assert d.ctx.index.root is None  # no workspace opened
         assert d.ctx.first_search is not None  # retention not started
         assert len(d.daemon.launcher.groups) == 0
         d.close_stdin()

@@ -225,6 +225,11 @@ class IndexManager:
     def close(self) -> None:
         self._stop()
 
+    @property
+    def root(self) -> str | None:
+        """The workspace it serves: None until the first search (or index/status) names one."""
+        return self._root
+
     async def status(self) -> Status:
         answered, walked = dict(self.answered), self.walked
         if self._workspace is not None:

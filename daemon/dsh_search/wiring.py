@@ -14,9 +14,10 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import NamedTuple
 
-from dsh_search import __version__, memory
+from dsh_search import __version__, extraction, memory
 from dsh_search.config import Config
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
@@ -36,6 +37,8 @@ from dsh_search.transport.stdio import Server
 log = logging.getLogger("dsh_search")
 
 GIL_SWITCH_S = 0.001  # see serve
+# The sweep of killed daemons' extraction directories waits for the first answer, or this long at most.
+SWEEP_AFTER_S = 1.0
 
 METHODS: tuple[MethodSpec[Context], ...] = (
     *lifecycle.SPECS,
@@ -171,6 +174,9 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, wor
     sys.setswitchinterval(GIL_SWITCH_S)
     # Retention also runs at start, off the main thread so the first request is not delayed.
     threading.Thread(target=_retain, args=(daemon.ctx.spill,), name="spill-retention", daemon=True).start()
+    if extraction.own_directory() is not None:
+        first = daemon.server.first_output
+        threading.Thread(target=_sweep_extractions, args=(first,), name="extraction-sweep", daemon=True).start()
     return asyncio.run(run(daemon))
 
 
@@ -181,6 +187,23 @@ def _stop_all(index_manager: IndexManager | None, *launchers: Launcher) -> None:
         index_manager.close()
     for launcher in launchers:
         launcher.groups.kill_all()
+
+
+def _sweep_extractions(first_output: threading.Event) -> None:
+    """Remove what killed daemons left in the temporary directory (daemon/dsh_search/extraction.py),
+    once the first answer is out; again when a leftover that was too young to judge has aged enough."""
+    first_output.wait(SWEEP_AFTER_S)
+    while True:
+        try:
+            swept = extraction.sweep()
+        except OSError as exc:
+            log.warning("sweeping old extraction directories failed: %s", exc)
+            return
+        for name in swept.removed:
+            log.info("removed %s, the extraction directory a killed dsh-search left", name)
+        if swept.retry_in is None:
+            return
+        time.sleep(swept.retry_in + 0.1)
 
 
 def _retain(store: SpillStore) -> None:

@@ -65,6 +65,9 @@ class Server:
         self._handle_signals = handle_signals  # False: a server inside another program (tests)
         self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
+        # Set once the first message has been written to stdout: work that must not delay the first
+        # answer (the sweep of old extraction directories) waits for it.
+        self.first_output = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self.requests = RequestTable(dispatch, cancelled_answer, self.send)
         self.requests.on_exit = self.request_exit
@@ -210,6 +213,7 @@ class Server:
                         select.select([], [self._stdout_fd], [])
                         continue
                     view = view[written:]
+                self.first_output.set()
             except OSError as exc:
                 broken = True
                 log.warning("stdout is gone (%s); aborting", exc)

@@ -14,5 +14,5 @@ from dsh_search.__main__ import main  # noqa: E402
 
 status = main()
 if held is not None:
-    held.handle_signals()  # the server's own handling of signals has ended with it
+    held.exiting(status)  # the server's own handling of signals has ended with it
 sys.exit(status)

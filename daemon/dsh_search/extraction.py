@@ -11,8 +11,9 @@ bound what a killed daemon leaves (docs/hosts.md, "Stopping it"):
   process ends: the sign, for a sweeper and for systemd-tmpfiles' aging alike, that the directory is in
   use), and asks to be sent SIGTERM when the launcher dies (Linux: `PR_SET_PDEATHSIG`; macOS: a kqueue
   watch of the launcher's pid), so a SIGKILLed launcher no longer leaves an orphan: the daemon ends as
-  on SIGTERM. Until the server handles signals, and once it has stopped, SIGTERM, SIGINT and SIGHUP end
-  the process at once with status 0, as they do while it serves.
+  on SIGTERM. Before the server handles signals, SIGTERM, SIGINT and SIGHUP release the directory and
+  end the process by that signal (their default action); once it has stopped, they end it at once with
+  the status it was exiting with.
 - `Held.release()`, the last thing it does (at exit): when the launcher is gone, nobody else will remove
   the directory, so the daemon removes it itself.
 - `sweep()`, run by a serving daemon once its first answer is out: sibling `_MEI*` directories that a
@@ -107,20 +108,34 @@ class Held:
             remove(self.directory)
 
     def handle_signals(self) -> None:
-        """Until the server handles signals, and again once it has stopped (call this then): a stop
-        signal releases the directory, then ends the process by that signal, as its default action
-        would have. Nothing is raised into the code it interrupts: an exception thrown in the middle of
-        an extension module's initialisation can crash the interpreter."""
+        """Until the server handles signals: a stop signal releases the directory, then ends the process
+        by that signal, as its default action would have. Nothing is raised into the code it interrupts:
+        an exception thrown in the middle of an extension module's initialisation can crash the
+        interpreter."""
         _install(self._die)
 
+    def exiting(self, status: int) -> None:
+        """The daemon is done (its server no longer handles signals) and will exit with `status`: a stop
+        signal from now on (a second copy of one sent to the process group, which the launcher forwards,
+        or a host in a hurry) releases the directory and exits with that status at once."""
+
+        def finish(signum: int, frame: FrameType | None) -> None:
+            self._leave()
+            os._exit(status)
+
+        _install(finish)
+
     def _die(self, signum: int, frame: FrameType | None) -> None:
-        _install(signal.SIG_IGN)  # a signal sent to the process group arrives twice (the launcher forwards it)
+        self._leave()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    def _leave(self) -> None:
+        _install(signal.SIG_IGN)  # a signal sent to the process group arrives twice
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
         self.release()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
 
 
 def hold() -> Held | None:

@@ -16,12 +16,8 @@ from typing import Any
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
-from dsh_search.engine.glob import GlobArgs, glob
-from dsh_search.engine.grep import GrepArgs, grep
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Tally
-from dsh_search.engine.terminal import TerminalArgs, terminal_search
-from dsh_search.engine.terminal import validate as validate_terminal
 from dsh_search.methods.context import Context
 from dsh_search.methods.errors import openrpc_errors
 from dsh_search.methods.params import object_schema
@@ -127,6 +123,8 @@ def _scope(ctx: Context) -> Scope:
 
 
 async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    from dsh_search.engine.glob import GlobArgs, glob
+
     args = GlobArgs(params["pattern"], params.get("path"), params.get("cwd"), params.get("sessionId", DEFAULT_SESSION))
     return (await glob(ctx.searcher, args, _scope(ctx), tally)).as_json()
 
@@ -147,6 +145,8 @@ GLOB = _file_tool(
 
 
 async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    from dsh_search.engine.grep import GrepArgs, grep
+
     args = GrepArgs(
         params["pattern"],
         params.get("path"),
@@ -187,6 +187,9 @@ TERMINAL_SEARCH_PARAMS: dict[str, Any] = object_schema(
 async def run_terminal_search(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
     """Checks in upstream's order: the pattern, then offset and limit, then the session. The snapshot is
     taken before the first `await`, so the search sees every append sent before it."""
+    from dsh_search.engine.terminal import TerminalArgs, terminal_search
+    from dsh_search.engine.terminal import validate as validate_terminal
+
     args = TerminalArgs(params["pattern"], params.get("regex", False))
     validate_terminal(args)
     args = args._replace(

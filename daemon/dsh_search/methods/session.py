@@ -64,7 +64,7 @@ def roots_from_result(result: Any) -> tuple[Root, ...]:
     return tuple(found)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Session:
     mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
     client_roots: bool = False  # the client declared the `roots` capability

@@ -37,8 +37,8 @@ from dsh_search.transport.stdio import Server
 log = logging.getLogger("dsh_search")
 
 GIL_SWITCH_S = 0.001  # see serve
-# The sweep of killed daemons' extraction directories waits for the first answer, or this long at most.
-SWEEP_AFTER_S = 1.0
+# Housekeeping at start waits for the first answer, or this long at most.
+HOUSEKEEPING_AFTER_S = 1.0
 
 METHODS: tuple[MethodSpec[Context], ...] = (
     *lifecycle.SPECS,
@@ -172,11 +172,11 @@ def serve(*, config: Config, rg: Ripgrep, workdir: str, framing: str | None, wor
     # meanwhile ripgrep fills its 1 MiB pipe and stops. Python hands the GIL over after 5 ms by default;
     # after 1 ms, ripgrep reaches the raw-output cap of grep `static` in drivers/net ~15 % sooner.
     sys.setswitchinterval(GIL_SWITCH_S)
-    # Retention also runs at start, off the main thread so the first request is not delayed.
-    threading.Thread(target=_retain, args=(daemon.ctx.spill,), name="spill-retention", daemon=True).start()
-    if extraction.own_directory() is not None:
-        first = daemon.server.first_output
-        threading.Thread(target=_sweep_extractions, args=(first,), name="extraction-sweep", daemon=True).start()
+    # Housekeeping at start — spill retention, and the sweep of killed daemons' extraction directories —
+    # runs off the main thread and after the first answer, so that the answer waits for neither.
+    threading.Thread(
+        target=_housekeeping, args=(daemon.ctx.spill, daemon.server.first_output), name="housekeeping", daemon=True
+    ).start()
     return asyncio.run(run(daemon))
 
 
@@ -189,10 +189,16 @@ def _stop_all(index_manager: IndexManager | None, *launchers: Launcher) -> None:
         launcher.groups.kill_all()
 
 
-def _sweep_extractions(first_output: threading.Event) -> None:
-    """Remove what killed daemons left in the temporary directory (daemon/dsh_search/extraction.py),
-    once the first answer is out; again when a leftover that was too young to judge has aged enough."""
-    first_output.wait(SWEEP_AFTER_S)
+def _housekeeping(store: SpillStore, first_output: threading.Event) -> None:
+    first_output.wait(HOUSEKEEPING_AFTER_S)
+    _retain(store)
+    if extraction.own_directory() is not None:
+        _sweep_extractions()
+
+
+def _sweep_extractions() -> None:
+    """Remove what killed daemons left in the temporary directory (daemon/dsh_search/extraction.py); again
+    when a leftover that was too young to judge has aged enough."""
     while True:
         try:
             swept = extraction.sweep()

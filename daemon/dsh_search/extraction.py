@@ -24,8 +24,8 @@ bound what a killed daemon leaves (docs/hosts.md, "Stopping it"):
   directory's lock. A directory is renamed out of the way (`TRASH_PREFIX`) before it is deleted, so a
   removal interrupted half-way is recognisable and finished by the next sweep.
 
-The name's format (`_MEI%08x` plus mkdtemp's six characters) is PyInstaller 6.22's, checked by the
-launcher of the child itself; a directory named otherwise is never ours to hold or remove, so a
+The name's format (`_MEI%08x` plus mkdtemp's six characters) is PyInstaller 6.22's, which the child's
+own bootloader checks; a directory named otherwise is never ours to hold or remove, so a
 PyInstaller that changes it makes all of this a no-op (tests/server/test_extraction_e2e.py notices).
 Nothing here imports an extension module after the directory is gone: those are loaded from it.
 """

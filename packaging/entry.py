@@ -1,7 +1,25 @@
-"""PyInstaller entry point for the frozen `dsh-search` executable."""
+"""PyInstaller entry point for the frozen `dsh-search` executable.
 
-import sys
+Before anything else the daemon holds the directory its launcher unpacked it into, and arranges to end
+with the launcher (daemon/dsh_search/extraction.py); only then are the daemon's modules imported. The
+cyclic garbage collector is off while they are: importing makes objects by the hundred thousand and
+hardly a cycle worth collecting, and each collection went through them all (~4 % of a cold start's
+instructions). The server turns it back on before it serves (memory.tune_collector).
+"""
 
-from dsh_search.__main__ import main
+import gc
 
-sys.exit(main())
+gc.disable()
+
+import sys  # noqa: E402
+
+from dsh_search import extraction  # noqa: E402
+
+held = extraction.hold()
+
+from dsh_search.__main__ import main  # noqa: E402
+
+status = main()
+if held is not None:
+    held.exiting(status)  # the server's own handling of signals has ended with it
+sys.exit(status)

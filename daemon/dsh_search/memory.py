@@ -29,9 +29,12 @@ GC_THRESHOLDS = (50_000, 20, 20)
 
 
 def tune_collector() -> None:
-    """Collect garbage cycles less often, and leave the objects of start-up out of every collection."""
+    """Collect garbage cycles less often, and leave the objects of start-up out of every collection. The
+    frozen executable's entry point turns the collector off while the daemon's modules are imported;
+    it is on from here."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    gc.enable()
 
 
 _RELEASE_EVERY_S = 1.0

@@ -14,10 +14,11 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from dsh_search import __version__, memory
+from dsh_search import __version__, extraction, memory
 from dsh_search.config import Config
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
@@ -48,7 +49,7 @@ from dsh_search.transport.stdio import Server
 log = logging.getLogger("dsh_search")
 
 GIL_SWITCH_S = 0.001  # see serve
-RETENTION_AFTER_S = 1.0  # see run
+HOUSEKEEPING_AFTER_S = 1.0  # see run
 
 METHODS: tuple[MethodSpec[Context], ...] = (
     *lifecycle.SPECS,
@@ -154,10 +155,11 @@ def assemble(
     )
     ctx.control = server
     ctx.peer = server
-    # Retention also runs once soon after start (see run) or at the first search, whichever comes first,
-    # off the event loop so that search is not delayed.
+    # Housekeeping (spill retention, the sweep of killed daemons' extraction directories) runs once, soon
+    # after start (see run) or at the first search, whichever comes first, off the event loop so that
+    # search is not delayed.
     ctx.first_search = _once(
-        lambda: threading.Thread(target=_retain, args=(spill,), name="spill-retention", daemon=True).start()
+        lambda: threading.Thread(target=_housekeeping, args=(spill,), name="housekeeping", daemon=True).start()
     )
     server.requests.on_idle = allocator.on_idle
     return Daemon(server, ctx, launcher)
@@ -170,11 +172,11 @@ async def run(daemon: Daemon) -> int:
     client starts only to ask `server/discover` opens no index and walks nothing."""
     handler = logs.install(daemon.ctx)
     ctx = daemon.ctx
-    # The spill store's retention scan runs RETENTION_AFTER_S after start, or with the first search if
-    # that comes sooner: a copy a client starts only to probe is gone within a few hundred milliseconds
-    # and scans nothing, a daemon that lives on cleans up as it always did.
+    # Housekeeping runs HOUSEKEEPING_AFTER_S after start, or with the first search if that comes sooner:
+    # a copy a client starts only to probe is gone within a few hundred milliseconds and scans nothing, a
+    # daemon that lives on cleans up as it always did.
     retention = (
-        asyncio.get_running_loop().call_later(RETENTION_AFTER_S, ctx.first_search)
+        asyncio.get_running_loop().call_later(HOUSEKEEPING_AFTER_S, ctx.first_search)
         if ctx.first_search is not None
         else None
     )
@@ -225,6 +227,29 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
             pending.pop()()
 
     return run_once
+
+
+def _housekeeping(store: SpillStore) -> None:
+    """Spill retention, and the sweep of killed daemons' extraction directories."""
+    _retain(store)
+    if extraction.own_directory() is not None:
+        _sweep_extractions()
+
+
+def _sweep_extractions() -> None:
+    """Remove what killed daemons left in the temporary directory (daemon/dsh_search/extraction.py); again
+    when a leftover that was too young to judge has aged enough."""
+    while True:
+        try:
+            swept = extraction.sweep()
+        except OSError as exc:
+            log.warning("sweeping old extraction directories failed: %s", exc)
+            return
+        for name in swept.removed:
+            log.info("removed %s, the extraction directory a killed dsh-search left", name)
+        if swept.retry_in is None:
+            return
+        time.sleep(swept.retry_in + 0.1)
 
 
 def _retain(store: SpillStore) -> None:

@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 from dsh_search import texts
 from dsh_search.engine import failures
 from dsh_search.engine.failures import ToolError
-from dsh_search.engine.grep import preview_line
 from dsh_search.engine.scope import Scope, locate
 from dsh_search.engine.searcher import Searcher
 
@@ -112,6 +111,9 @@ def _lines(f: Any, offset: int, limit: int, max_line_bytes: int) -> tuple[list[s
     """The lines offset..offset+limit-1 (decoded, cut to max_line_bytes) and the file's line count. A
     final newline ends the last line (it does not start an empty one), as `cat -n` and `wc -l` count;
     a last line without one is a line all the same."""
+    # Imported here: grep's module is not loaded before the first search (a cold start's imports).
+    from dsh_search.engine.grep import preview_line
+
     shown: list[str] = []
     count = 0
     last = offset + limit - 1

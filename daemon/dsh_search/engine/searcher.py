@@ -63,7 +63,7 @@ def walk_threads() -> int:
     return min(12, max(1, cpus - 1))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Searcher:
     """A search's collaborators, made once by the daemon's wiring (or by a test)."""
 

@@ -43,7 +43,7 @@ class Peer(Protocol):
     async def ask(self, method: str, params: Any, wait_s: float) -> Any: ...
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Context:
     config: Config
     rg: Ripgrep  # the binary searches run (initialize reports it)

@@ -15,7 +15,6 @@ methods/context.py (which holds a table of its own handlers: one direction only)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from dsh_search.config import Config
@@ -30,34 +29,67 @@ ToolRun = Callable[[C, dict[str, Any], Tally | None], Awaitable[dict[str, Any]]]
 EMPTY_PARAMS: dict[str, Any] = object_schema({}, [])
 
 
-@dataclass(frozen=True)
 class Tool(Generic[C]):
     """A method as a model sees it (MCP `tools/list`, `tools/call`), and how it runs.
 
     `run(ctx, params, tally)` gets the params checked against the method's native schema and a tally to
     keep current when the call reports progress (else None); `progress` words a report from the tally.
+    A declaration, never changed once made. (Tool and MethodSpec are plain classes rather than frozen
+    dataclasses: generating a dataclass's methods at import cost ~4 M instructions each, ~1 % of a cold
+    start.)
     """
 
-    describe: Callable[[Config], str]  # the description, which may quote configured caps
-    input_schema: dict[str, Any]  # model-facing: without the host-only fields
-    run: ToolRun[C]
-    progress: Callable[[Tally], str]  # the progress message for a running call
-    host_fields: tuple[str, ...] = ()  # params an MCP client passes in `tools/call`'s `_meta` instead
-    listed: Callable[[C], bool] | None = None  # whether tools/list shows it now (None: always)
-    workspace: bool = False  # it works in the workspace: a modern client's roots apply (methods/roots.py)
+    __slots__ = ("describe", "host_fields", "input_schema", "listed", "progress", "run", "workspace")
+
+    def __init__(
+        self,
+        describe: Callable[[Config], str],
+        input_schema: dict[str, Any],
+        run: ToolRun[C],
+        progress: Callable[[Tally], str],
+        host_fields: tuple[str, ...] = (),
+        listed: Callable[[C], bool] | None = None,
+        workspace: bool = False,
+    ) -> None:
+        self.describe = describe  # the description, which may quote configured caps
+        self.input_schema = input_schema  # model-facing: without the host-only fields
+        self.run = run
+        self.progress = progress  # the progress message for a running call
+        self.host_fields = host_fields  # params an MCP client passes in `tools/call`'s `_meta` instead
+        self.listed = listed  # whether tools/list shows it now (None: always)
+        self.workspace = workspace  # it works in the workspace: a modern client's roots apply (methods/roots.py)
 
 
-@dataclass(frozen=True)
 class MethodSpec(Generic[C]):
-    name: str
-    summary: str
-    handler: Handler[C] | None = field(default=None, compare=False)  # None: a tool's `run`, or routed
-    params: dict[str, Any] = field(default_factory=lambda: EMPTY_PARAMS)
-    result: dict[str, Any] = field(default_factory=dict)
-    errors: tuple[dict[str, Any], ...] = ()  # OpenRPC error objects (errors.openrpc_errors)
-    tool: Tool[C] | None = None  # also an MCP tool of this name; its abort texts name it
-    check_params: bool = True  # False: the handler reads params itself (MCP's open-ended requests)
-    wellformed: bool = True  # lone surrogates in string params become U+FFFD (params.check)
+    """A method: its name, what it does, its handler (or tool), and what it takes, answers and fails with.
+    A declaration, never changed once made."""
+
+    __slots__ = ("check_params", "errors", "handler", "name", "params", "result", "summary", "tool", "wellformed")
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,
+        handler: Handler[C] | None = None,
+        params: dict[str, Any] = EMPTY_PARAMS,
+        result: dict[str, Any] | None = None,
+        errors: tuple[dict[str, Any], ...] = (),
+        tool: Tool[C] | None = None,
+        check_params: bool = True,
+        wellformed: bool = True,
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.handler = handler  # None: a tool's `run`, or routed
+        self.params = params
+        self.result: dict[str, Any] = {} if result is None else result
+        self.errors = errors  # OpenRPC error objects (errors.openrpc_errors)
+        self.tool = tool  # also an MCP tool of this name; its abort texts name it
+        self.check_params = check_params  # False: the handler reads params itself (MCP's open-ended requests)
+        self.wellformed = wellformed  # lone surrogates in string params become U+FFFD (params.check)
+
+    def __repr__(self) -> str:
+        return f"MethodSpec({self.name!r})"
 
 
 class MethodTable(Generic[C]):

@@ -76,7 +76,7 @@ class Listener(NamedTuple):
     tools: bool  # notifications/tools/list_changed
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Session:
     mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
     protocol_version: str | None = None  # the revision `initialize` answered with (None: no initialize)

@@ -17,13 +17,9 @@ from typing import Any
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
-from dsh_search.engine.glob import GlobArgs, glob
-from dsh_search.engine.grep import GrepArgs, grep
-from dsh_search.engine.read import DEFAULT_LIMIT, ReadArgs, read
+from dsh_search.engine.read import DEFAULT_LIMIT
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Tally
-from dsh_search.engine.terminal import TerminalArgs, terminal_search
-from dsh_search.engine.terminal import validate as validate_terminal
 from dsh_search.methods import resources
 from dsh_search.methods.context import Context
 from dsh_search.methods.errors import openrpc_errors
@@ -146,6 +142,8 @@ def search_scope(ctx: Context) -> Scope:
 
 
 async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    from dsh_search.engine.glob import GlobArgs, glob
+
     args = GlobArgs(params["pattern"], params.get("path"), params.get("cwd"), params.get("sessionId", DEFAULT_SESSION))
     return (await glob(ctx.searcher, args, search_scope(ctx), tally)).as_json()
 
@@ -167,6 +165,8 @@ GLOB = _file_tool(
 
 
 async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    from dsh_search.engine.grep import GrepArgs, grep
+
     args = GrepArgs(
         params["pattern"],
         params.get("path"),
@@ -208,6 +208,9 @@ TERMINAL_SEARCH_PARAMS: dict[str, Any] = object_schema(
 async def run_terminal_search(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
     """Checks in upstream's order: the pattern, then offset and limit, then the session. The snapshot is
     taken before the first `await`, so the search sees every append sent before it."""
+    from dsh_search.engine.terminal import TerminalArgs, terminal_search
+    from dsh_search.engine.terminal import validate as validate_terminal
+
     args = TerminalArgs(params["pattern"], params.get("regex", False))
     validate_terminal(args)
     args = args._replace(
@@ -253,6 +256,8 @@ TERMINAL_SEARCH = MethodSpec[Context](
 async def run_read(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
     """A path, or the dsh-search:// link of a spill artifact (whose page, when it names one, is the
     default offset and limit)."""
+    from dsh_search.engine.read import ReadArgs, read
+
     path: str = params["path"]
     offset, limit = params.get("offset"), params.get("limit")
     if path.startswith(resources.PREFIX):

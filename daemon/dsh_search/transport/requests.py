@@ -21,7 +21,6 @@ import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_search.transport import jsonrpc
@@ -59,13 +58,15 @@ class _Batch:
                 self._send(answers)
 
 
-@dataclass(eq=False)
 class _Entry:
-    call: jsonrpc.Call
-    task: asyncio.Task[Response | None] = field(init=False)
-    reason: CancelReason | None = None
-    batch: _Batch | None = None
-    index: int = 0
+    __slots__ = ("batch", "call", "index", "reason", "task")
+
+    def __init__(self, call: jsonrpc.Call, batch: _Batch | None = None, index: int = 0) -> None:
+        self.call = call
+        self.task: asyncio.Task[Response | None]  # set once the task is made, right after
+        self.reason: CancelReason | None = None
+        self.batch = batch
+        self.index = index
 
 
 class RequestTable:

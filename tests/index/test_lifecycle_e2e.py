@@ -267,6 +267,8 @@ def test_three_daemons_on_one_workspace_share_one_index_and_survive_its_owner(
 HOST = """
 import subprocess, sys, time
 daemon = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+daemon.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"index/status"}\\n')  # the index opens when asked
+daemon.stdin.flush()
 print(daemon.pid, flush=True)
 time.sleep(600)
 """

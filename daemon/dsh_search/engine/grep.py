@@ -466,11 +466,11 @@ class _Account:
                 self.over = True
 
 
-def _lone_cr_at_end(cwd: str, piece: rgstd.Piece) -> bool:
-    """Whether the line a piece ends with, printed with `\r\n`, is in fact the file's last line ending
-    in a lone `\r` (ripgrep's printer terminates a last line, and upstream keeps that `\r`); raises
-    Unsure when the file cannot tell (gone, not a regular file, UTF-16 that ripgrep transcoded)."""
-    raw = piece.raw_path if piece.raw_path.startswith(b"/") else os.fsencode(cwd) + b"/" + piece.raw_path
+def _lone_cr_at_end(cwd: str, raw_path: bytes, last: int) -> bool:
+    """Whether a file's line `last`, printed with `\r\n`, is in fact its last line ending in a lone `\r`
+    (ripgrep's printer terminates a last line, and upstream keeps that `\r`); raises Unsure when the file
+    cannot tell (gone, not a regular file, UTF-16 that ripgrep transcoded)."""
+    raw = raw_path if raw_path.startswith(b"/") else os.fsencode(cwd) + b"/" + raw_path
     try:
         fd = os.open(raw, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -488,7 +488,7 @@ def _lone_cr_at_end(cwd: str, piece: rgstd.Piece) -> bool:
         while chunk := os.pread(fd, 1 << 20, offset):
             newlines += chunk.count(b"\n")
             offset += len(chunk)
-        return newlines + 1 == rgstd.last_line(piece)
+        return newlines + 1 == last
     except OSError:
         raise rgstd.Unsure("a file whose last line may end in a lone CR cannot be read") from None
     finally:
@@ -498,16 +498,16 @@ def _lone_cr_at_end(cwd: str, piece: rgstd.Piece) -> bool:
 def _std_batch(blob: bytes, cwd: str, cap: int, account: _Account) -> list[Section]:
     """A batch of ripgrep's standard output → its sections (on the parse worker)."""
     batch = rgstd.parse(blob, cap)
-    for piece in batch.pieces:
-        if piece.ends_in_cr and _lone_cr_at_end(cwd, piece):
+    paths, texts = batch.paths, batch.texts
+    for i, raw_path in batch.ends_in_cr:
+        if _lone_cr_at_end(cwd, raw_path, rgstd.last_line(paths[i], texts[i])):
             raise rgstd.Unsure("a last line ending in a lone CR")  # rare enough for --json to show it
     account.add(batch.sizes)
-    out = []
-    for piece in batch.pieces:
-        path = cwd_relative(piece.path, cwd)
-        text = piece.text if path == piece.path else path + piece.text[len(piece.path) :]
-        out.append(Section(path, piece.lines, text))
-    return _in_stream_order(out)
+    if any(path.startswith("/") for path in paths):  # shown relative to the workdir where inside it
+        shown = [cwd_relative(path, cwd) for path in paths]
+        texts = [text if a == b else a + text[len(b) :] for a, b, text in zip(shown, paths, texts, strict=True)]
+        paths = shown
+    return _in_stream_order(list(map(Section._make, zip(paths, batch.lines, texts, strict=True))))
 
 
 def _reads_standard_output(config: Config) -> bool:

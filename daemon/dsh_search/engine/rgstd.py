@@ -141,22 +141,6 @@ class Unsure(Exception):
     with --json."""
 
 
-class Piece(NamedTuple):
-    """One file's block, or the part of it a batch holds."""
-
-    raw_path: bytes  # as ripgrep printed it
-    path: str  # decoded for display (U+FFFD for what is not UTF-8), not yet made workdir-relative
-    lines: int  # its lines: one per match
-    text: str  # `<path>\nLine <N>: <line>…`, lines previewed
-    ends_in_cr: bool  # its last line was printed with `\r\n`: the file may end with that `\r` unterminated
-
-
-def last_line(piece: Piece) -> int:
-    """The line number of a piece's last line."""
-    start = max(piece.text.rfind("\nLine ", len(piece.path)), len(piece.path)) + 6
-    return int(piece.text[start : piece.text.index(":", start)])
-
-
 class Sizes(NamedTuple):
     """A batch's part of what --json would have printed (see JsonSize)."""
 
@@ -181,8 +165,22 @@ class Sizes(NamedTuple):
 
 
 class Batch(NamedTuple):
-    pieces: list[Piece]
+    """A batch's blocks (each a file's, or the part of one this batch holds), as three parallel lists, and
+    the batch's part of the --json size."""
+
+    paths: list[str]  # decoded for display (U+FFFD for what is not UTF-8), not yet made workdir-relative
+    lines: list[int]  # each block's lines: one per match
+    texts: list[str]  # each block's section, `<path>\nLine <N>: <line>…`, lines previewed
     sizes: Sizes
+    # The blocks whose last line was printed with `\r\n`, which may be a file's last line ending in a lone
+    # `\r` that the printer terminated (upstream keeps that `\r`): (block, its name as ripgrep printed it).
+    ends_in_cr: list[tuple[int, bytes]]
+
+
+def last_line(path: str, text: str) -> int:
+    """The line number of a section's last line."""
+    start = max(text.rfind("\nLine ", len(path)), len(path)) + 6
+    return int(text[start : text.index(":", start)])
 
 
 class Stats(NamedTuple):
@@ -256,7 +254,7 @@ def parse(blob: bytes, max_line_bytes: int | None) -> Batch:
     if continued:
         blob = blob[1:]
     if not blob:
-        return Batch([], Sizes())
+        return Batch([], [], [], Sizes(), [])
     if not blob.endswith(b"\n"):
         raise Unsure("a block does not end with a line")
     if b"\r" in blob or not (blob.isascii() or _is_utf8(blob)):
@@ -269,7 +267,8 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
     block: `Line ` goes before every line at once, the blocks are split apart, a block's NUL becomes its
     section's first `\nLine `. Its --json size comes from the batch's length and escape counts, less
     those of the paths between the lines."""
-    parts = blob[:-1].replace(b"\n", b"\nLine ").decode("utf-8").split("\nLine \nLine ")
+    whole = blob[:-1].replace(b"\n", b"\nLine ").decode("utf-8")
+    parts = whole.split("\nLine \nLine ")
     nuls = list(map(str.find, parts, repeat("\0")))
     if min(nuls) <= 0 or max(map(str.find, parts, repeat("\n"), repeat(0), nuls)) >= 0:
         raise Unsure("a block is not a path and lines")  # a name holding a newline: blocks cannot be told apart
@@ -279,7 +278,11 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
     texts = list(map(str.replace, parts, repeat("\0"), repeat("\nLine "), repeat(1)))
     between = "\0".join(paths) + "\0"  # what is not lines: paths, NULs, and warnings (below)
     offsets: list[int] = []  # of ripgrep's warnings that a NUL stopped a file's search
-    warnings = max(map(str.find, parts, repeat(": WARNING: "), map(max, lasts, nuls))) >= 0
+    # A warning ends its block with a line that starts with the file's name, not a digit, unless the name
+    # starts with one.
+    warnings = any("0" <= path[0] <= "9" for path in paths) and (
+        max(map(str.find, parts, repeat(": WARNING: "), map(max, lasts, nuls))) >= 0
+    )
     if warnings or not _all_digits(parts, lasts, nuls):
         for i, part in enumerate(parts):
             offset = _warning(part, paths[i], lasts[i], nuls[i])
@@ -288,7 +291,7 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
                 between += part[lasts[i] + 6 :] + "\n"
                 lines[i] -= 1
                 texts[i] = texts[i][: lasts[i] + 5]  # the NUL became `\nLine `: 5 more
-    if cap is not None:
+    if cap is not None and _may_exceed(whole, 0, cap):  # a line may be over the cap: look block by block
         for i, text in enumerate(texts):
             if len(text) - nuls[i] > cap and _may_exceed(text, nuls[i], cap):
                 body = text[nuls[i] + 6 :].replace("\nLine ", "\n").encode("utf-8") + b"\n"
@@ -308,16 +311,15 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
     exact += sum(digits(offset) - NULL for offset in offsets)
     # The lines in --json, from the whole: `<N>: <text>\n` is digits, 3 bytes and the text; --json writes
     # the digits, and the text and its newline escaped (the newline takes 2 bytes) in a value object. The
-    # blank lines between blocks are not lines; the tabs are counted for the upper bound of long escapes.
+    # blank lines between blocks are not lines. Each escaped byte other than a line's newline may be one
+    # that --json writes in 6 bytes (`\u001b`) rather than 2 (the upper bound counts them so).
     size = len(blob) - len(raw_between) - (blocks - 1)
     special = _count(blob, _ESCAPED) - _count(raw_between, _ESCAPED) - (blocks - 1)
-    tabs = blob.count(b"\t") - raw_between.count(b"\t")
     exact += total * TEXT_FIXED + size - 2 * total + special
     text_upper = size - 5 * total + special
     widest = max(map(sub, map(len, parts), nuls))
     files = blocks - (1 if continued else 0)
-    pieces = list(map(Piece, map(str.encode, paths), paths, lines, texts, repeat(False)))
-    return Batch(pieces, Sizes(exact, total, files, text_upper, widest, False, max(0, special - total - tabs)))
+    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, special - total), [])
 
 
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
@@ -350,17 +352,23 @@ def _block_by_block(blob: bytes, continued: bool, cap: int | None) -> Batch:
     if len(parts) != blob.count(b"\0"):  # one NUL per block: the end of its path
         raise Unsure("blocks are not separated as ripgrep separates them")
     has_cr = b"\r" in blob
-    pieces: list[Piece] = []
+    out = Batch([], [], [], Sizes(), [])
     sizes = Sizes()
     for i, part in enumerate(parts):
         nul = part.find(b"\0")
         raw_path = part[:nul]
         if nul <= 0 or b"\n" in raw_path:  # a name holding a newline cannot be told from the blocks around it
             raise Unsure("a block is not a path and lines")
-        piece, piece_sizes = _piece(raw_path, part[nul + 1 :] + b"\n", has_cr, cap, new=not (continued and i == 0))
-        pieces.append(piece)
+        path, count, text, ends_in_cr, piece_sizes = _piece(
+            raw_path, part[nul + 1 :] + b"\n", has_cr, cap, new=not (continued and i == 0)
+        )
+        out.paths.append(path)
+        out.lines.append(count)
+        out.texts.append(text)
+        if ends_in_cr:
+            out.ends_in_cr.append((i, raw_path))
         sizes = sizes.plus(piece_sizes)
-    return Batch(pieces, sizes)
+    return out._replace(sizes=sizes)
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -380,7 +388,11 @@ def _number(record: str | bytes, start: int = 0) -> int:
     return int(number)
 
 
-def _piece(raw_path: bytes, body: bytes, has_cr: bool, cap: int | None, *, new: bool) -> tuple[Piece, Sizes]:
+def _piece(
+    raw_path: bytes, body: bytes, has_cr: bool, cap: int | None, *, new: bool
+) -> tuple[str, int, str, bool, Sizes]:
+    """One block: (its path decoded, its lines, its section, whether its last line was printed with
+    `\r\n`, its part of the --json size)."""
     binary_offset = None
     last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
     if not 48 <= body[last_start] <= 57 or body.startswith(raw_path + b": WARNING: ", last_start):
@@ -424,8 +436,8 @@ def _piece(raw_path: bytes, body: bytes, has_cr: bool, cap: int | None, *, new: 
     if binary_offset is not None:  # the file's end record has the offset where `null` was counted
         exact += digits(binary_offset) - NULL
     path = raw_path.decode("utf-8", "replace")
-    piece = Piece(raw_path, path, count, path + "\n" + shown, ends_in_cr)
-    return piece, Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8)
+    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8)
+    return path, count, path + "\n" + shown, ends_in_cr, sizes
 
 
 def _may_exceed(body: str | bytes, start: int, cap: int) -> bool:

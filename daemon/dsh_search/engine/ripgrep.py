@@ -38,6 +38,13 @@ from typing import NamedTuple
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
 _READ_CHUNK = 1 << 20
+# ripgrep writes a file's output as it finishes it, often a few hundred bytes at a time (grep `static` in the
+# kernel's drivers/net/ethernet: 635 writes, half under 130 bytes). Once an output is long, a read that
+# brought little waits a moment before the next, so that the thread wakes (and takes the GIL from the
+# parse worker) a few times a millisecond at most rather than at every write.
+_COALESCE_BELOW = 1 << 14
+_COALESCE_AFTER = 1 << 18
+_COALESCE_S = 0.001
 # What ripgrep (a Rust program) prints when an allocation fails, just before it aborts: `memory allocation
 # of <n> bytes failed`, in several writes. Threads that fail at once interleave them (seen: `memory
 # allocation of memory allocation of 67108864 bytes failed`), so its opening words anywhere on a line
@@ -341,6 +348,8 @@ class Child:
                             open_pipes -= 1
                         elif not overflow:
                             size += len(chunk)
+                            if len(chunk) < _COALESCE_BELOW and size >= _COALESCE_AFTER:
+                                time.sleep(_COALESCE_S)  # let more of a long output gather: one wake-up, not dozens
                             if size > limits.stdout_cap:
                                 overflow = True
                                 chunks.clear()

@@ -115,7 +115,24 @@ def files(draw: st.DrawFn) -> dict[bytes, bytes]:
     return out
 
 
-PATTERNS = ["static", "x*", "$", "^", "(?i)static", "static|é", r"\s+", r"\(", "a?", "(?-u:\\xff)", "Line", "😀"]
+PATTERNS = [
+    "static",
+    "x*",
+    "$",
+    "^",
+    "(?i)static",
+    "static|é",
+    r"\s+",
+    r"\(",
+    "a?",
+    "(?-u:\\xff)",
+    "Line",
+    "😀",
+    "ab",
+    "WARNING",
+    "d0",
+    "3",
+]
 
 
 def write(root: Path, tree: dict[bytes, bytes]) -> None:
@@ -145,12 +162,12 @@ class _Inline(Executor):
 
 
 def read_std(
-    stdout: bytes, root: Path, rnd: random.Random
+    stdout: bytes, root: Path, pattern: str, rnd: random.Random
 ) -> tuple[list[grep_mod.Section], rgstd.Sizes, rgstd.Stats | None]:
-    """The standard output (of a search in `root`) through grep's batches, cut at random sizes and read in
-    random chunks."""
+    """The standard output (of a search for `pattern` in `root`) through grep's batches, cut at random
+    sizes and read in random chunks."""
     sizes = rnd.choice([(32, 64), (200, 700), (1 << 12, 1 << 13), (1 << 16, 1 << 17)])
-    account = grep_mod._Account(1 << 40, False)
+    account = grep_mod._Account(1 << 40, False, rgstd.literal_of(pattern))
     batches = BlockBatches(
         lambda blob: grep_mod._std_batch(blob, str(root), CAP, account),
         _Inline(),
@@ -199,13 +216,18 @@ def test_the_standard_output_reads_as_json_does(
         std, _ = rg(rg_path, root, [*rgstd.ARGS, *tail])
         json_out, seconds = rg(rg_path, root, ["--json", *tail])
         try:
-            got, sizes, stats = read_std(std, root, rnd)
+            got, sizes, stats = read_std(std, root, pattern, rnd)
         except rgstd.Unsure:
             assert unsure_here(tree, None if path is None else str(root / path)), std[:300]
             return
         assert got == read_json(json_out, root)
         if stats is not None:  # ripgrep searched (a pattern it rejects leaves both outputs empty)
-            bound = rgstd.json_size(sizes, stats, seconds=seconds, submatch_bytes=rgstd.may_match_bytes(pattern))
+            literal = rgstd.literal_of(pattern)
+            if literal is not None:  # each submatch an occurrence: the count is ripgrep's own
+                assert sizes.submatches == stats.matches
+            bound = rgstd.json_size(
+                sizes, stats, seconds=seconds, submatch_bytes=rgstd.may_match_bytes(pattern), literal=literal
+            )
             assert bound.lower <= len(json_out) <= bound.upper, (bound, len(json_out))
         else:
             assert json_out == b""

@@ -452,9 +452,10 @@ class _Account:
     """What the parsed batches of ripgrep's standard output add up to as --json, while it still runs
     (batches are parsed in order on one worker; the last may be parsed on the caller's thread)."""
 
-    def __init__(self, cap: int, submatch_bytes: bool) -> None:
+    def __init__(self, cap: int, submatch_bytes: bool, literal: bytes | None = None) -> None:
         self.cap = cap
         self.submatch_bytes = submatch_bytes
+        self.literal = literal
         self.sizes = rgstd.Sizes()
         self.over = False
         self._lock = threading.Lock()
@@ -462,7 +463,8 @@ class _Account:
     def add(self, sizes: rgstd.Sizes) -> None:
         with self._lock:
             self.sizes = self.sizes.plus(sizes)
-            if rgstd.json_size(self.sizes, None, seconds=0, submatch_bytes=False).lower > self.cap:
+            size = rgstd.json_size(self.sizes, None, seconds=0, submatch_bytes=False, literal=self.literal)
+            if size.lower > self.cap:
                 self.over = True
 
 
@@ -497,7 +499,7 @@ def _lone_cr_at_end(cwd: str, raw_path: bytes, last: int) -> bool:
 
 def _std_batch(blob: bytes, cwd: str, cap: int, account: _Account) -> list[Section]:
     """A batch of ripgrep's standard output → its sections (on the parse worker)."""
-    batch = rgstd.parse(blob, cap)
+    batch = rgstd.parse(blob, cap, account.literal)
     paths, texts = batch.paths, batch.texts
     for i, raw_path in batch.ends_in_cr:
         if _lone_cr_at_end(cwd, raw_path, rgstd.last_line(paths[i], texts[i])):
@@ -524,7 +526,7 @@ async def _search_std(
     cwd = where.cwd
     config = searcher.config
     cap = config.raw_output_max_bytes
-    account = _Account(cap, rgstd.may_match_bytes(pattern))
+    account = _Account(cap, rgstd.may_match_bytes(pattern), rgstd.literal_of(pattern))
     batches = BlockBatches(
         lambda blob: _std_batch(blob, cwd, config.grep_max_line_bytes, account), searcher.workers.parse
     )
@@ -557,13 +559,19 @@ async def _search_std(
         if batches.stats is None and (any(parts) or outcome.exit_code in (0, 1)):
             raise rgstd.Unsure("no statistics at the end of the output")
         if batches.stats is not None and (
-            batches.stats.matched_lines != sizes.lines or batches.stats.files_with_matches != sizes.files
+            batches.stats.matched_lines != sizes.lines
+            or batches.stats.files_with_matches != sizes.files
+            or (account.literal is not None and batches.stats.matches != sizes.submatches)
         ):
             raise rgstd.Unsure("statistics that disagree with the blocks")
         if batches.stats is None:
             return  # ripgrep stopped before searching (a pattern or glob it rejects): --json printed nothing
         size = rgstd.json_size(
-            sizes, batches.stats, seconds=time.monotonic() - started, submatch_bytes=account.submatch_bytes
+            sizes,
+            batches.stats,
+            seconds=time.monotonic() - started,
+            submatch_bytes=account.submatch_bytes,
+            literal=account.literal,
         )
         if size.lower > cap:
             raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, cap))

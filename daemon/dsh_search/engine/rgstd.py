@@ -151,6 +151,7 @@ class Sizes(NamedTuple):
     widest: int = 0  # the longest piece: no submatch offset has more digits than it
     not_utf8: bool = False  # a line or a name was not UTF-8: submatches may be base64 too
     long_upper: int = 0  # escaped bytes that may be 6 bytes long (`\u001b`) where `exact` counted 2
+    submatches: int = 0  # when the pattern is a literal (`literal`): its occurrences, one submatch each
 
     def plus(self, other: Sizes) -> Sizes:
         return Sizes(
@@ -161,6 +162,7 @@ class Sizes(NamedTuple):
             max(self.widest, other.widest),
             self.not_utf8 or other.not_utf8,
             self.long_upper + other.long_upper,
+            self.submatches + other.submatches,
         )
 
 
@@ -247,9 +249,10 @@ def header_before(buf: bytes | bytearray, start: int, at: int, previous: bytes |
     return None if nul < 0 else bytes(buf[begin : nul + 1])
 
 
-def parse(blob: bytes, max_line_bytes: int | None) -> Batch:
+def parse(blob: bytes, max_line_bytes: int | None, literal: bytes | None = None) -> Batch:
     """A batch of whole blocks (the first one perhaps continued, `CONTINUED`) → its pieces and its part
-    of the --json size; raises Unsure for anything that is not ripgrep's grammar."""
+    of the --json size; raises Unsure for anything that is not ripgrep's grammar. With the pattern's
+    `literal` (see `literal_of`), the batch's submatches are counted too."""
     continued = blob.startswith(CONTINUED)
     if continued:
         blob = blob[1:]
@@ -258,11 +261,11 @@ def parse(blob: bytes, max_line_bytes: int | None) -> Batch:
     if not blob.endswith(b"\n"):
         raise Unsure("a block does not end with a line")
     if b"\r" in blob or not (blob.isascii() or _is_utf8(blob)):
-        return _block_by_block(blob, continued, max_line_bytes)
-    return _whole(blob, continued, max_line_bytes)
+        return _block_by_block(blob, continued, max_line_bytes, literal)
+    return _whole(blob, continued, max_line_bytes, literal)
 
 
-def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
+def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None) -> Batch:
     """The common batch, UTF-8 without a CR, in a few passes over all of it and a few C-level steps per
     block: `Line ` goes before every line at once, the blocks are split apart, a block's NUL becomes its
     section's first `\nLine `. Its --json size comes from the batch's length and escape counts, less
@@ -305,9 +308,9 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
         opened = blocks - (1 if continued else 0)
         exact = path_sizes + opened * (BEGIN_FIXED + END_FIXED + 2 * TEXT_FIXED + NULL) + 2 * starting
     else:
-        sizes = [TEXT_FIXED + escaped_size(path.encode("utf-8")) for path in paths]
-        exact = sum(map(mul, lines, map(add, sizes, repeat(MATCH_FIXED))))
-        exact += sum(BEGIN_FIXED + END_FIXED + 2 * size + NULL for size in sizes[1 if continued else 0 :])
+        path_sizes = [TEXT_FIXED + escaped_size(path.encode("utf-8")) for path in paths]
+        exact = sum(map(mul, lines, map(add, path_sizes, repeat(MATCH_FIXED))))
+        exact += sum(BEGIN_FIXED + END_FIXED + 2 * size + NULL for size in path_sizes[1 if continued else 0 :])
     exact += sum(digits(offset) - NULL for offset in offsets)
     # The lines in --json, from the whole: `<N>: <text>\n` is digits, 3 bytes and the text; --json writes
     # the digits, and the text and its newline escaped (the newline takes 2 bytes) in a value object. The
@@ -319,7 +322,8 @@ def _whole(blob: bytes, continued: bool, cap: int | None) -> Batch:
     text_upper = size - 5 * total + special
     widest = max(map(sub, map(len, parts), nuls))
     files = blocks - (1 if continued else 0)
-    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, special - total), [])
+    found = 0 if literal is None else blob.count(literal) - raw_between.count(literal)
+    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, special - total, found), [])
 
 
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
@@ -346,7 +350,7 @@ def _count(data: bytes, these: bytes) -> int:
     return len(data) - len(data.translate(None, these))
 
 
-def _block_by_block(blob: bytes, continued: bool, cap: int | None) -> Batch:
+def _block_by_block(blob: bytes, continued: bool, cap: int | None, literal: bytes | None) -> Batch:
     """A batch holding a CR or bytes that are not UTF-8, one block at a time."""
     parts = blob[:-1].split(b"\n\n")
     if len(parts) != blob.count(b"\0"):  # one NUL per block: the end of its path
@@ -360,7 +364,7 @@ def _block_by_block(blob: bytes, continued: bool, cap: int | None) -> Batch:
         if nul <= 0 or b"\n" in raw_path:  # a name holding a newline cannot be told from the blocks around it
             raise Unsure("a block is not a path and lines")
         path, count, text, ends_in_cr, piece_sizes = _piece(
-            raw_path, part[nul + 1 :] + b"\n", has_cr, cap, new=not (continued and i == 0)
+            raw_path, part[nul + 1 :] + b"\n", has_cr, cap, literal, new=not (continued and i == 0)
         )
         out.paths.append(path)
         out.lines.append(count)
@@ -389,7 +393,7 @@ def _number(record: str | bytes, start: int = 0) -> int:
 
 
 def _piece(
-    raw_path: bytes, body: bytes, has_cr: bool, cap: int | None, *, new: bool
+    raw_path: bytes, body: bytes, has_cr: bool, cap: int | None, literal: bytes | None, *, new: bool
 ) -> tuple[str, int, str, bool, Sizes]:
     """One block: (its path decoded, its lines, its section, whether its last line was printed with
     `\r\n`, its part of the --json size)."""
@@ -436,7 +440,8 @@ def _piece(
     if binary_offset is not None:  # the file's end record has the offset where `null` was counted
         exact += digits(binary_offset) - NULL
     path = raw_path.decode("utf-8", "replace")
-    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8)
+    found = 0 if literal is None else body.count(literal)
+    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8, 0, found)
     return path, count, path + "\n" + shown, ends_in_cr, sizes
 
 
@@ -496,30 +501,52 @@ class JsonSize(NamedTuple):
     upper: int
 
 
-def json_size(sizes: Sizes, stats: Stats | None, *, seconds: float, submatch_bytes: bool) -> JsonSize:
+def json_size(
+    sizes: Sizes, stats: Stats | None, *, seconds: float, submatch_bytes: bool, literal: bytes | None = None
+) -> JsonSize:
     """Bounds of --json's output from the batches' `sizes` and ripgrep's statistics (None while it is
     still searching: then only the lower bound means anything). `seconds` bounds every timing --json
-    writes; `submatch_bytes`: a submatch may be base64 (the pattern may match part of a character)."""
+    writes; `submatch_bytes`: a submatch may be base64 (the pattern may match part of a character).
+    With the pattern's `literal`, each submatch is an occurrence of it, counted by the batches."""
     t = digits(int(seconds) + 1)
     human_lo, human_hi = 1 + HUMAN_FIXED, t + HUMAN_FIXED
     timing_lo, timing_hi = 1 + 1 + human_lo, t + NANOS_DIGITS + human_hi
     lower = sizes.exact + sizes.lines + sizes.files * (timing_lo + 4 - 2)  # 4 counters; 2: a last line may lack its \n
     lower += SUMMARY_FIXED + 6 + 2 * timing_lo  # its 6 counters, its 2 timings
+    if literal is not None:  # each occurrence a submatch: `{"match":{"text":"<literal>"},"start":S,"end":E}`
+        k = sizes.submatches
+        each = SUBMATCH_FIXED + TEXT_FIXED + len(literal)
+        lower += k * (each + 2) + max(0, k - sizes.lines)
     if stats is None:
         return JsonSize(lower, 1 << 62)
-    k = stats.matches
-    lower += k * (SUBMATCH_FIXED + TEXT_FIXED + 2) + max(0, k - sizes.lines)
+    if literal is None:
+        k = stats.matches
+        lower += k * (SUBMATCH_FIXED + TEXT_FIXED + 2) + max(0, k - sizes.lines)
     lower += sum(map(digits, (stats.matched_lines, k, stats.searches, stats.files_with_matches, stats.bytes_searched)))
     lower -= 5
     searched = digits(stats.bytes_searched)
     upper = sizes.exact + 4 * sizes.long_upper + sizes.lines * searched
     upper += sizes.files * (timing_hi + searched + U64_DIGITS + digits(stats.matched_lines) + digits(k))
-    upper += k * (SUBMATCH_FIXED + TEXT_FIXED + 2 * digits(sizes.widest) + 1) + sizes.text_upper + 4 * sizes.long_upper
-    if submatch_bytes or sizes.not_utf8:
-        upper += 5 * k + sizes.text_upper  # base64 is at most a third longer than its bytes, plus padding
+    if literal is not None:
+        upper += k * (each + 2 * digits(sizes.widest) + 1)
+    else:
+        upper += k * (SUBMATCH_FIXED + TEXT_FIXED + 2 * digits(sizes.widest) + 1) + sizes.text_upper
+        upper += 4 * sizes.long_upper
+        if submatch_bytes or sizes.not_utf8:
+            upper += 5 * k + sizes.text_upper  # base64 is at most a third longer than its bytes, plus padding
     upper += SUMMARY_FIXED + U64_DIGITS + 2 * timing_hi
     upper += sum(map(digits, (stats.matched_lines, k, stats.searches, stats.files_with_matches, stats.bytes_searched)))
     return JsonSize(lower, upper)
+
+
+_LITERAL = re.compile(r"[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*")
+
+
+def literal_of(pattern: str) -> bytes | None:
+    """`pattern` when it is an identifier — letters, digits and `_`, not only digits — whose matches are
+    exactly its occurrences (no regex syntax, no case folding, not empty); else None. Only digits could
+    be counted in the line numbers, which are not text."""
+    return pattern.encode() if _LITERAL.fullmatch(pattern) else None
 
 
 _NO_UNICODE = re.compile(r"\(\?[a-zA-Z]*-[a-zA-Z]*u")

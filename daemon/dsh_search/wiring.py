@@ -134,6 +134,7 @@ def assemble(
     ctx.control = server
     ctx.peer = server
     server.requests.on_idle = allocator.on_idle
+    allocator.is_idle = lambda: server.requests.idle
     return Daemon(server, ctx, launcher)
 
 

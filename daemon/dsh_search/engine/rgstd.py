@@ -105,6 +105,7 @@ _LONG_ESCAPE = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
 _BINARY_WARNING = re.compile(
     rb': WARNING: stopped searching binary file after match \(found "\\0" byte around offset ([0-9]+)\)\Z'
 )
+_STATS_MAX = 1024
 _STATS = re.compile(
     rb"([0-9]+) matches\n([0-9]+) matched lines\n([0-9]+) files contained matches\n([0-9]+) files searched\n"
     rb"[0-9]+ bytes printed\n([0-9]+) bytes searched\n[0-9.]+ seconds spent searching\n[0-9.]+ seconds total\n\Z"
@@ -201,8 +202,11 @@ def split_stats(tail: bytes) -> tuple[bytes, Stats | None]:
 
     Blank lines come before the statistics — two after blocks of a walk, one after the block of a single
     file or when nothing matched — unless the batches before took them as a block's end."""
-    found = _STATS.search(tail)
-    if found is None or (found.start() and tail[found.start() - 1] != 10):
+    window = max(0, len(tail) - _STATS_MAX)  # the statistics are a few hundred bytes at the very end
+    found = _STATS.search(tail, window)
+    while found is not None and found.start() and tail[found.start() - 1] != 10:
+        found = _STATS.search(tail, found.start() + 1)  # a number that began inside the one before
+    if found is None:
         return tail, None
     blocks = tail[: found.start()].rstrip(b"\n")
     counts = [int(found.group(i)) for i in range(1, 6)]

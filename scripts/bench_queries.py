@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-VERSION = 2  # of the generator: a cached list made by another version is made again
+VERSION = 3  # of the generator: a cached list made by another version is made again
 SEED = 28
 BUCKETS = [10, 30, 100, 300, 1000, 3000, 10_000, 20_000]  # document frequencies aimed at
 PER_BUCKET = 5
@@ -79,15 +79,16 @@ def document_frequencies(tree: Path, files: list[bytes]) -> Counter[bytes]:
     return counts
 
 
-def _pick(rnd: random.Random, pool: list[Any], count: int, taken: set[str]) -> list[Any]:
+def _pick(rnd: random.Random, pool: list[str], count: int, taken: set[str], shape: str = "{}") -> list[str]:
+    """`count` patterns `shape.format(item)` for items of `pool` at random, none already `taken`."""
     out = []
     for item in rnd.sample(pool, len(pool)):
         if len(out) == count:
             break
-        key = item if isinstance(item, str) else item[0]
-        if key not in taken:
-            taken.add(key)
-            out.append(item)
+        pattern = shape.format(item)
+        if pattern not in taken:
+            taken.add(pattern)
+            out.append(pattern)
     return out
 
 
@@ -125,7 +126,7 @@ def make(tree: Path, files: list[bytes], seed: int = SEED) -> list[Query]:
     queries += [Query("phrase-3", p, None) for p in _pick(rnd, sorted(threes), PHRASES_3, taken)]
     spaced = [p.replace(" ", r"\s+") for p in pairs]
     queries += [Query("spaces", p, None) for p in _pick(rnd, spaced, SPACES, taken)]
-    queries += [Query("call", f"{c}\\(", None) for c in _pick(rnd, sorted(calls), CALLS, taken)]
+    queries += [Query("call", c, None) for c in _pick(rnd, sorted(calls), CALLS, taken, "{}\\(")]
     middle = [w for w in words if 30 <= df[w.encode()] <= 3000] or words
     for _ in range(ALTERNATIONS):
         if len(middle) >= 2:
@@ -133,7 +134,7 @@ def make(tree: Path, files: list[bytes], seed: int = SEED) -> list[Query]:
             if f"{a}|{b}" not in taken:
                 taken.add(f"{a}|{b}")
                 queries.append(Query("alternation", f"{a}|{b}", None))
-    queries += [Query("folded", f"(?i){w}", None) for w in _pick(rnd, middle, FOLDED, taken)]
+    queries += [Query("folded", w, None) for w in _pick(rnd, middle, FOLDED, taken, "(?i){}")]
     return queries
 
 

@@ -151,7 +151,6 @@ class Sizes(NamedTuple):
     text_upper: int = 0  # at most this much of submatches' text (the lines' text, escaped)
     widest: int = 0  # the longest piece: no submatch offset has more digits than it
     not_utf8: bool = False  # a line or a name was not UTF-8: submatches may be base64 too
-    long_upper: int = 0  # escaped bytes that may be 6 bytes long (`\u001b`) where `exact` counted 2
     submatches: int = 0  # when the pattern is a literal (`literal`): its occurrences, one submatch each
 
     def plus(self, other: Sizes) -> Sizes:
@@ -162,7 +161,6 @@ class Sizes(NamedTuple):
             self.text_upper + other.text_upper,
             max(self.widest, other.widest),
             self.not_utf8 or other.not_utf8,
-            self.long_upper + other.long_upper,
             self.submatches + other.submatches,
         )
 
@@ -317,17 +315,17 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
         exact += sum(BEGIN_FIXED + END_FIXED + 2 * size + NULL for size in path_sizes[1 if continued else 0 :])
     exact += sum(digits(offset) - NULL for offset in offsets)
     # The lines in --json, from the whole: `<N>: <text>\n` is digits, 3 bytes and the text; --json writes
-    # the digits, and the text and its newline escaped (the newline takes 2 bytes) in a value object. The
-    # blank lines between blocks are not lines. Each escaped byte other than a line's newline may be one
-    # that --json writes in 6 bytes (`\u001b`) rather than 2 (the upper bound counts them so).
+    # the digits, and the text and its newline escaped (the newline takes 2 bytes, a control other than
+    # \b \t \f \r 6: `\u001b`) in a value object. The blank lines between blocks are not lines.
     size = len(blob) - len(raw_between) - (blocks - 1)
     special = _count(blob, _ESCAPED) - _count(raw_between, _ESCAPED) - (blocks - 1)
-    exact += total * TEXT_FIXED + size - 2 * total + special
-    text_upper = size - 5 * total + special
+    long_escapes = _count(blob, _LONG_ESCAPE) - _count(raw_between, _LONG_ESCAPE) if special > total else 0
+    exact += total * TEXT_FIXED + size - 2 * total + special + 4 * long_escapes
+    text_upper = size - 5 * total + special + 4 * long_escapes
     widest = max(map(sub, map(len, parts), nuls))
     files = blocks - (1 if continued else 0)
     found = 0 if literal is None else blob.count(literal) - raw_between.count(literal)
-    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, special - total, found), [])
+    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, found), [])
 
 
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
@@ -445,7 +443,7 @@ def _piece(
         exact += digits(binary_offset) - NULL
     path = raw_path.decode("utf-8", "replace")
     found = 0 if literal is None else body.count(literal)
-    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8, 0, found)
+    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8, found)
     return path, count, path + "\n" + shown, ends_in_cr, sizes
 
 
@@ -529,13 +527,12 @@ def json_size(
     lower += sum(map(digits, (stats.matched_lines, k, stats.searches, stats.files_with_matches, stats.bytes_searched)))
     lower -= 5
     searched = digits(stats.bytes_searched)
-    upper = sizes.exact + 4 * sizes.long_upper + sizes.lines * searched
+    upper = sizes.exact + sizes.lines * searched
     upper += sizes.files * (timing_hi + searched + U64_DIGITS + digits(stats.matched_lines) + digits(k))
     if literal is not None:
         upper += k * (each + 2 * digits(sizes.widest) + 1)
     else:
         upper += k * (SUBMATCH_FIXED + TEXT_FIXED + 2 * digits(sizes.widest) + 1) + sizes.text_upper
-        upper += 4 * sizes.long_upper
         if submatch_bytes or sizes.not_utf8:
             upper += 5 * k + sizes.text_upper  # base64 is at most a third longer than its bytes, plus padding
     upper += SUMMARY_FIXED + U64_DIGITS + 2 * timing_hi

@@ -86,6 +86,8 @@ def files(draw: st.DrawFn) -> dict[bytes, bytes]:
             line = " ".join(words)
             if draw(st.integers(0, 40)) == 0:
                 line += "static " + "y" * draw(st.integers(1990, 2100))
+            elif draw(st.integers(0, 40)) == 0:  # fewer characters than the cap, more bytes
+                line += "static " + draw(st.sampled_from(["é", "😀", "é😀"])) * draw(st.integers(330, 1000))
             lines.append(line + draw(st.sampled_from(_ENDINGS)))
         data = "".join(lines).encode()
         shape = draw(st.integers(0, 24))

@@ -290,15 +290,16 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     )
     if warnings or not _all_digits(parts, lasts, nuls):
         for i, part in enumerate(parts):
-            offset = _warning(part, paths[i], lasts[i], nuls[i])
+            offset = _warning(part, paths[i], lasts[i], nuls[i], continued and i == 0)
             if offset is not None:
                 offsets.append(offset)
-                between += part[lasts[i] + 6 :] + "\n"
+                between += part[nuls[i] + 1 if lasts[i] < 0 else lasts[i] + 6 :] + "\n"
                 lines[i] -= 1
-                texts[i] = texts[i][: lasts[i] + 5]  # the NUL became `\nLine `: 5 more
-    if cap is not None and _may_exceed(whole, 0, cap):  # a line may be over the cap: look block by block
+                texts[i] = texts[i][: lasts[i] + 5]  # the NUL became `\nLine `: 5 more (none left: dropped below)
+    if cap is not None and _may_exceed(blob, 0, cap):  # a line may be over the cap: look block by block
         for i, text in enumerate(texts):
-            if len(text) - nuls[i] > cap and _may_exceed(text, nuls[i], cap):
+            block = text.encode("utf-8")  # bytes, not characters (`Line ` prefixes too: a bound)
+            if lines[i] and len(block) > cap and _may_exceed(block, 0, cap):
                 body = text[nuls[i] + 6 :].replace("\nLine ", "\n").encode("utf-8") + b"\n"
                 texts[i] = paths[i] + "\n" + _lines_one_by_one(body, cap)[0]
     blocks = len(parts)
@@ -325,6 +326,8 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     widest = max(map(sub, map(len, parts), nuls))
     files = blocks - (1 if continued else 0)
     found = 0 if literal is None else blob.count(literal) - raw_between.count(literal)
+    if not lines[0]:  # a continued piece that held only the warning ending its block
+        paths, lines, texts = paths[1:], lines[1:], texts[1:]
     return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, found), [])
 
 
@@ -334,14 +337,14 @@ def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
     return "".join(map(str.__getitem__, parts, starts)).isdigit()
 
 
-def _warning(part: str, path: str, last: int, nul: int) -> int | None:
+def _warning(part: str, path: str, last: int, nul: int, continued: bool) -> int | None:
     """The offset in ripgrep's warning that a NUL stopped the search of the file, when the block ends
-    with it (its lines end at `last`), else None."""
+    with it (its lines end at `last`, or it is all a continued piece holds), else None."""
     start = nul + 1 if last < 0 else last + 6
     if "0" <= part[start] <= "9" and not part.startswith(path + ": WARNING: ", start):
         return None
     warning = _BINARY_WARNING.match(part[start + len(path) :].encode("utf-8"))
-    if warning is None or not part.startswith(path, start) or last < 0:
+    if warning is None or not part.startswith(path, start) or (last < 0 and not continued):
         raise Unsure("a block ends with a line that is not a match")
     if path.isdigit():  # `<N>: WARNING…` could then be a line of the file as well
         raise Unsure("a warning that could be a line")
@@ -368,12 +371,14 @@ def _block_by_block(blob: bytes, continued: bool, cap: int | None, literal: byte
         path, count, text, ends_in_cr, piece_sizes = _piece(
             raw_path, part[nul + 1 :] + b"\n", has_cr, cap, literal, new=not (continued and i == 0)
         )
+        sizes = sizes.plus(piece_sizes)
+        if not count:
+            continue
         out.paths.append(path)
         out.lines.append(count)
         out.texts.append(text)
         if ends_in_cr:
-            out.ends_in_cr.append((i, raw_path))
-        sizes = sizes.plus(piece_sizes)
+            out.ends_in_cr.append((len(out.paths) - 1, raw_path))
     return out._replace(sizes=sizes)
 
 
@@ -410,8 +415,10 @@ def _piece(
             raise Unsure("a warning that could be a line")
         binary_offset = int(warning.group(1))
         body = body[:last_start]
-        if not body:
-            raise Unsure("a warning without lines")
+        if not body:  # the warning was all a continued piece held: its lines came in the batch before
+            if new:
+                raise Unsure("a warning without lines")
+            return raw_path.decode("utf-8", "replace"), 0, "", False, Sizes(digits(binary_offset) - NULL)
         last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
     count = body.count(b"\n")
     _number(body)
@@ -447,15 +454,14 @@ def _piece(
     return path, count, path + "\n" + shown, ends_in_cr, sizes
 
 
-def _may_exceed(body: str | bytes, start: int, cap: int) -> bool:
-    """Whether a line of `body[start:]` may be longer than `cap` bytes (characters, for a str: at most
-    as many). A line of `2 * (cap // 2)` bytes or more covers one of the stretches of `cap // 2` laid end
-    to end from `start`, so when every such stretch holds a newline no line is longer than the cap."""
+def _may_exceed(body: bytes, start: int, cap: int) -> bool:
+    """Whether a line of `body[start:]` may be longer than `cap` bytes. A line of `2 * (cap // 2)` bytes
+    or more covers one of the stretches of `cap // 2` laid end to end from `start`, so when every such
+    stretch holds a newline no line is longer than the cap."""
     if len(body) - start <= cap:
         return False
     step = max(1, cap // 2)
-    newline = "\n" if isinstance(body, str) else b"\n"
-    return any(body.find(newline, at, at + step) < 0 for at in range(start, len(body) - step + 1, step))  # type: ignore[arg-type]
+    return any(body.find(b"\n", at, at + step) < 0 for at in range(start, len(body) - step + 1, step))
 
 
 def _lines_one_by_one(body: bytes, cap: int | None) -> tuple[str, int, int, bool]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -107,7 +108,15 @@ def files(draw: st.DrawFn) -> dict[bytes, bytes]:
             data = b"\xef\xbb\xbfstatic with a BOM\n" + data
         name = draw(
             st.sampled_from(
-                [f"d{i % 3}/f{i}.c", f"f{i} with space.c", f"c{i}:1: x.c", f"{i}", f"d{i % 2}/n\xe9{i}", f"-dash{i}"]
+                [
+                    f"d{i % 3}/f{i}.c",
+                    f"f{i} with space.c",
+                    f"c{i}:1: x.c",
+                    f"{i}",
+                    f"{i}: x.c",
+                    f"d{i % 2}/n\xe9{i}",
+                    f"-dash{i}",
+                ]
             )
         )
         raw = name.encode("latin-1") if "\xe9" in name else name.encode()
@@ -197,7 +206,7 @@ def unsure_here(tree: dict[bytes, bytes], path: str | None) -> bool:
         b"\n" in name  # a name with a newline
         or data.endswith(b"\r")  # a lone CR may end the file
         or data.startswith((b"\xff\xfe", b"\xfe\xff"))  # UTF-16
-        or name.isdigit()  # a warning after its lines could be a line
+        or re.match(rb"[0-9]+(: |\Z)", name)  # a warning after its lines could be a line
         or (named and b"\0" in data)  # a named binary file: "binary file matches"
         for name, data in tree.items()
     )

@@ -160,6 +160,16 @@ def test_the_line_cap_counts_bytes_however_the_batch_is_read() -> None:
             assert sections[0].text.split("\n")[2] == shown, (char, other)
 
 
+def test_a_name_starting_with_a_digit_that_is_not_ascii_is_no_line_number() -> None:
+    """`²` and `٣` are digits to str.isdigit, never a line number: a warning after such a file's lines
+    is still a warning."""
+    for name in ("٣.c", "².c"):
+        stream = printed([(name.encode(), [(1, b"x")]), (b"a.c", [(2, b"y")])], warnings={0: 5})
+        sections, sizes, _ = read(stream)
+        assert sorted(s.text for s in sections) == sorted([f"{name}\nLine 1: x", "a.c\nLine 2: y"])
+        assert sizes.lines == 2
+
+
 def preview_of(line: str) -> str:
     data = line.encode()
     return data[:2000].decode("utf-8", "ignore") + texts.LINE_TRUNCATED_SUFFIX
@@ -170,6 +180,8 @@ def preview_of(line: str) -> str:
     [
         printed([(b"12", [(12, b"static")])], warnings={0: 3}),  # `12: WARNING…` could be line 12 of the file `12`
         printed([(b"12", [(1, b"x"), (12, b"static")])], warnings={0: 3}),
+        printed([(b"a.c", [(1, b"x")]), (b"3: b", [(1, b"x")])], warnings={1: 3}),  # `3: b: WARNING…` is line 3's form
+        printed([(b"3: b\xe9", [(1, b"x")])], warnings={0: 3}),  # the same, read block by block
         b'a.c: binary file matches (found "\\0" byte around offset 0)\n' + stats(1, 1),  # a named binary file
         printed([(b"new\nline.c", [(1, b"static")])]),  # a name with a newline
         printed([(b"new\n\nline.c", [(1, b"static")])]),
@@ -220,7 +232,9 @@ def test_a_pattern_that_may_split_characters_is_known() -> None:
     assert not rgstd.may_match_bytes("(?i)x") and not rgstd.may_match_bytes("a-u")
 
 
-_NAMES = st.sampled_from([b"a.c", b"dir/b.c", b"c 1:2.c", b"d\xe9.c", b"9z.c", b"x" * 300, b"7 q.c", b"b", b"8\xe9"])
+_NAMES = st.sampled_from(
+    [b"a.c", b"dir/b.c", b"c 1:2.c", b"d\xe9.c", b"9z.c", b"x" * 300, b"7 q.c", b"b", b"8\xe9", "٣.c".encode()]
+)
 _LINES = st.lists(
     st.one_of(
         st.binary(max_size=40).filter(lambda b: b"\n" not in b and b"\0" not in b),

@@ -105,6 +105,10 @@ _LONG_ESCAPE = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
 _BINARY_WARNING = re.compile(
     rb': WARNING: stopped searching binary file after match \(found "\\0" byte around offset ([0-9]+)\)\Z'
 )
+# A line as the printer writes it starts so. A warning that does too — its file's name is digits, or digits
+# and `: ` then more — could be a line of that file: the reading is unsure of it.
+_LINE_START = re.compile("[0-9]+: ")
+_LINE_START_BYTES = re.compile(b"[0-9]+: ")
 _STATS_MAX = 1024
 _STATS = re.compile(
     rb"([0-9]+) matches\n([0-9]+) matched lines\n([0-9]+) files contained matches\n([0-9]+) files searched\n"
@@ -334,7 +338,8 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
     """Whether every block's last line starts with a digit (its line number)."""
     starts = [last + 6 if last >= 0 else nul + 1 for last, nul in zip(lasts, nuls, strict=True)]
-    return "".join(map(str.__getitem__, parts, starts)).isdigit()
+    firsts = "".join(map(str.__getitem__, parts, starts))
+    return firsts.isascii() and firsts.isdigit()  # ASCII: `²`, `٣` are digits to str.isdigit
 
 
 def _warning(part: str, path: str, last: int, nul: int, continued: bool) -> int | None:
@@ -346,7 +351,7 @@ def _warning(part: str, path: str, last: int, nul: int, continued: bool) -> int 
     warning = _BINARY_WARNING.match(part[start + len(path) :].encode("utf-8"))
     if warning is None or not part.startswith(path, start) or (last < 0 and not continued):
         raise Unsure("a block ends with a line that is not a match")
-    if path.isdigit():  # `<N>: WARNING…` could then be a line of the file as well
+    if _LINE_START.match(path + ": "):  # `<N>: WARNING…` could then be a line of the file as well
         raise Unsure("a warning that could be a line")
     return int(warning.group(1))
 
@@ -411,7 +416,7 @@ def _piece(
         warning = _BINARY_WARNING.match(body, last_start + len(raw_path), len(body) - 1)
         if warning is None or not body.startswith(raw_path, last_start):
             raise Unsure("a block ends with a line that is not a match")
-        if raw_path.isdigit():  # `<N>: WARNING…` could then be a line of the file as well
+        if _LINE_START_BYTES.match(raw_path + b": "):  # `<N>: WARNING…` could then be a line of the file as well
             raise Unsure("a warning that could be a line")
         binary_offset = int(warning.group(1))
         body = body[:last_start]

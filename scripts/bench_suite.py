@@ -19,6 +19,7 @@ import argparse
 import fnmatch
 import functools
 import json
+import math
 import os
 import platform
 import re
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_corpus as corpus  # scripts/, beside this script
+import bench_queries
 from stdio_client import StdioClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,6 +318,9 @@ class Bench:
     selected: list[str]
     scratch: Path
     upstream_node: bool = True
+    suite_table: str = ""  # the realistic suite's per-query table, once it ran
+    suite_rounds: int = 3
+    suite_queries: int | None = None  # a share of the realistic suite's queries (None: all of them)
     results: list[Result] = field(default_factory=list)
     _tree: Path | None = None
     _daemon: Daemon | None = None
@@ -734,6 +739,169 @@ def exact(warm: Daemon, plain: Daemon, method: str, params: dict[str, Any]) -> b
     return seen(warm.call(method, params)) == seen(plain.call(method, params))
 
 
+# --- the realistic suite (scripts/bench_queries.py) --------------------------------------------------------
+
+SUITE_IDS = ["suite-index-on", "suite-index-off", "suite-on-vs-off"]
+SUITE_SYSTEMS = ["rg", "daemon, index off", "daemon, index on"]
+QUICK_SUITE_QUERIES = 12
+
+
+def spread(queries: list[bench_queries.Query], count: int) -> list[bench_queries.Query]:
+    """`count` of the queries, spread evenly over the list (so every kind keeps some)."""
+    if count >= len(queries):
+        return queries
+    return [queries[(i * len(queries)) // count] for i in range(count)]
+
+
+def full_answer(daemon: Daemon, method: str, params: dict[str, Any]) -> Any:
+    """What a daemon answers, as `exact` compares it: the text (its artifact's random name left out),
+    the meta and the artifact's bytes; or the error."""
+    response = daemon.client.request(method, params)
+    if "error" in response:
+        return ("error", response["error"])
+    answer = response["result"]
+    text = answer["text"]
+    artifacts = [Path(m.group(1)).read_bytes() for m in SPILLED.finditer(text)]
+    return ("result", SPILLED.sub("stored at: <artifact>.", text), answer.get("meta"), artifacts)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile."""
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(share * len(ranked)) - 1)]
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def run_suite(b: Bench, warm: Daemon, plain: Daemon) -> list[Result]:
+    """About a hundred greps of the whole tree, each sent as a model's grep to the daemon with the index
+    on and with it off, and run as bare ripgrep with upstream's argv; interleaved (the order rotates
+    with the query and the round), and every answer with the index compared with the walk's."""
+    queries = bench_queries.suite(b.rg, b.tree, b.cache)
+    if b.suite_queries is not None:
+        queries = spread(queries, b.suite_queries)
+    daemons = {"daemon, index off": plain, "daemon, index on": warm}
+    samples: list[dict[str, list[float]]] = [{name: [] for name in SUITE_SYSTEMS} for _ in queries]
+    same: list[bool] = []
+    first: list[str] = []
+    for r in range(b.suite_rounds):
+        for i, query in enumerate(queries):
+            params = {"pattern": query.pattern}
+            argv = rg_argv("grep", params)
+            k = (r + i) % len(SUITE_SYSTEMS)
+            answers = {}
+            for name in SUITE_SYSTEMS[k:] + SUITE_SYSTEMS[:k]:
+                started = time.perf_counter()
+                if name == "rg":
+                    bare_rg(b.rg, argv, b.tree)
+                    samples[i][name].append((time.perf_counter() - started) * 1000)
+                else:
+                    response = daemons[name].client.request("grep", params)
+                    samples[i][name].append((time.perf_counter() - started) * 1000)
+                    answers[name] = response
+            if r == 0:  # once per query: the index's answer against the walk's, artifacts included
+                same.append(full_answer(warm, "grep", params) == full_answer(plain, "grep", params))
+                walked = answers["daemon, index off"]
+                first.append(str(walked["result"]["text"]).split("\n")[0] if "result" in walked else "error")
+    medians = [{name: statistics.median(s[name]) for name in SUITE_SYSTEMS} for s in samples]
+    rows = []
+    for query, m, ok, head in zip(queries, medians, same, first, strict=True):
+        rows.append(
+            {
+                **query.as_json(),
+                "rg_ms": round(m["rg"], 2),
+                "off_ms": round(m["daemon, index off"], 2),
+                "on_ms": round(m["daemon, index on"], 2),
+                "off_ratio": round(m["daemon, index off"] / m["rg"], 4),
+                "on_ratio": round(m["daemon, index on"] / m["rg"], 4),
+                "on_off": round(m["daemon, index on"] / m["daemon, index off"], 4),
+                "exact": ok,
+                "answer": head,
+            }
+        )
+    on = [row["on_ratio"] for row in rows]
+    off = [row["off_ratio"] for row in rows]
+    worst = max(rows, key=lambda row: row["on_ratio"])
+    slowest = max(rows, key=lambda row: row["on_off"])
+    sums = {name: [sum(s[name][r] for s in samples) for r in range(b.suite_rounds)] for name in SUITE_SYSTEMS}
+    figures = {
+        "queries": len(rows),
+        "suite_rounds": b.suite_rounds,
+        "exact": all(same),
+        "sum_ratio_on": round(sum(m["daemon, index on"] for m in medians) / sum(m["rg"] for m in medians), 4),
+        "sum_ratio_off": round(sum(m["daemon, index off"] for m in medians) / sum(m["rg"] for m in medians), 4),
+        "geomean_ratio_on": round(geometric_mean(on), 4),
+        "geomean_ratio_off": round(geometric_mean(off), 4),
+        "p95_ratio": round(percentile(on, 0.95), 4),
+        "p95_ratio_off": round(percentile(off, 0.95), 4),
+        "worst_ratio": worst["on_ratio"],
+        "worst_query": worst["pattern"],
+        "max_on_off": slowest["on_off"],
+        "max_on_off_query": slowest["pattern"],
+        "on_at_most_0.2": sum(1 for v in on if v <= 0.2),
+        "on_at_least_1.0": sum(1 for v in on if v >= 1.0),
+        "p50_on_ms": round(percentile([row["on_ms"] for row in rows], 0.5), 2),
+        "p95_on_ms": round(percentile([row["on_ms"] for row in rows], 0.95), 2),
+        "per_query": rows,
+    }
+    write_suite_table(b, rows, figures)
+    title = f"realistic suite ({len(rows)} greps of the whole tree)"
+    return [
+        Result(
+            "suite-index-on",
+            "suite",
+            f"{title}, index on: sum / p95 / worst query",
+            {"daemon, index on": sums["daemon, index on"], "rg": sums["rg"]},
+            "rg",
+            [Check("ratio", 0.1), Check("p95_ratio", 0.3), Check("worst_ratio", 0.6)],
+            figures,
+        ),
+        Result(
+            "suite-index-off",
+            "suite",
+            f"{title}, index off",
+            {"daemon, index off": sums["daemon, index off"], "rg": sums["rg"]},
+            "rg",
+            [],
+            {k: figures[k] for k in ("queries", "exact", "sum_ratio_off", "geomean_ratio_off", "p95_ratio_off")},
+        ),
+        Result(
+            "suite-on-vs-off",
+            "suite",
+            f"{title}: every query, index on against index off",
+            {"daemon, index on": sums["daemon, index on"], "daemon, index off": sums["daemon, index off"]},
+            "daemon, index off",
+            [Check("max_on_off", 1.05)],
+            {k: figures[k] for k in ("queries", "exact", "max_on_off", "max_on_off_query")},
+        ),
+    ]
+
+
+def write_suite_table(b: Bench, rows: list[dict[str, Any]], figures: dict[str, Any]) -> None:
+    """Every query's medians and ratios, to the out directory (suite.md) and, its summary, to stdout."""
+    lines = [
+        "| kind | pattern | files (df) | rg ms | off ms | on ms | off/rg | on/rg | on/off | exact |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        pattern = row["pattern"].replace("|", "\\|")
+        lines.append(
+            f"| {row['kind']} | `{pattern}` | {row['df'] if row['df'] is not None else ''} | {row['rg_ms']:.1f} "
+            f"| {row['off_ms']:.1f} | {row['on_ms']:.1f} | {row['off_ratio']:.2f} | {row['on_ratio']:.3f} "
+            f"| {row['on_off']:.2f} | {'yes' if row['exact'] else '**no**'} |"
+        )
+    b.suite_table = "\n".join(lines) + "\n"
+    print(
+        f"suite: {figures['queries']} queries, sum ratio on {figures['sum_ratio_on']:.3f} / off "
+        f"{figures['sum_ratio_off']:.3f}, geomean on {figures['geomean_ratio_on']:.3f}, p95 on "
+        f"{figures['p95_ratio']:.3f}, worst on {figures['worst_ratio']:.3f} (`{figures['worst_query']}`), "
+        f"max on/off {figures['max_on_off']:.2f} (`{figures['max_on_off_query']}`), exact {figures['exact']}",
+        flush=True,
+    )
+
+
 def run_warm(b: Bench) -> None:
     kernel_ids = [
         "warm-build-kernel",
@@ -742,7 +910,7 @@ def run_warm(b: Bench) -> None:
         "warm-rewrite",
         "warm-first-answer",
     ]
-    if b.any_wanted("warm", kernel_ids):
+    if b.any_wanted("warm", kernel_ids) or b.any_wanted("suite", SUITE_IDS):
         run_warm_kernel(b)
     size = b.scale_sizes[-1]
     if b.any_wanted(
@@ -793,6 +961,10 @@ def run_warm_kernel(b: Bench) -> None:
         if b.wanted("warm-rewrite", "warm"):
             done.append(run_rewrite(b, daemon, plain))
             b.add(done[-1])
+        if b.any_wanted("suite", SUITE_IDS):
+            for result in run_suite(b, daemon, plain):
+                if b.wanted(result.id, "suite"):
+                    b.add(result)
         peak = daemon.peak_rss_mb()  # over the build and every warm workload (the next one closes it)
         if b.wanted("warm-first-answer", "warm"):
             b.add(run_first_answer(b, b.tree, b.scratch / "index-kernel", daemon))
@@ -1075,6 +1247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--chart-from", type=Path, metavar="JSON", help="only redraw the chart from a results file")
     p.add_argument("--png", type=Path, help="with --chart-from: where the chart goes (default: beside the JSON)")
     p.add_argument("--list", action="store_true", help="list the workload ids")
+    p.add_argument(
+        "--suite-rounds", type=int, help="rounds of the realistic suite (default 3, at most --rounds; 1 with --quick)"
+    )
+    p.add_argument(
+        "--suite-queries",
+        type=int,
+        help=f"how many of the suite's queries (default all; {QUICK_SUITE_QUERIES} with --quick)",
+    )
     args = p.parse_args(argv)
 
     import bench_chart  # matplotlib itself is imported only when a chart is drawn
@@ -1104,6 +1284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "warm-first-answer",
         ]
         ids += [f"warm-build-{size_label(sizes[-1])}", *(f"warm-{w[0]}-{size_label(sizes[-1])}" for w in WARM_SCALE)]
+        ids += SUITE_IDS
         print("\n".join(ids))
         return 0
     selected = [s for sel in args.only for s in sel.split(",") if s]
@@ -1117,6 +1298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="dsh-bench.") as scratch:
         b = Bench(args.exe.resolve(), rounds, args.cache, args.tree, sizes, selected, Path(scratch))
         b.upstream_node = not args.no_upstream_node
+        b.suite_rounds = args.suite_rounds or (1 if args.quick else min(rounds, 3))
+        b.suite_queries = args.suite_queries or (QUICK_SUITE_QUERIES if args.quick else None)
         try:
             run_cold_start(b)
             kernel_ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "concurrency"]
@@ -1152,6 +1335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.no_chart:
             bench_chart.render(doc, png_path)
     (args.out / "results.md").write_text(table)
+    if b.suite_table:
+        (args.out / "suite.md").write_text(b.suite_table)
     print()
     print(table)
     growth = doc["scale_growth"]

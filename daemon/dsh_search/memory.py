@@ -17,6 +17,7 @@ import contextlib
 import gc
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
@@ -38,6 +39,7 @@ def tune_collector() -> None:
 
 
 _RELEASE_EVERY_S = 1.0
+_QUIET_S = 0.25  # how long the daemon stays idle before it trims
 
 
 class Allocator:
@@ -46,6 +48,8 @@ class Allocator:
         self._loaded = False
         self._last_release = time.monotonic()  # the first trim waits a second
         self._scheduled = False
+        self._quiet: asyncio.TimerHandle | None = None  # the trim after a quiet spell, when one is due
+        self.is_idle: Callable[[], bool] = lambda: True  # whether the daemon still has nothing to answer
 
     def tune(self) -> None:
         """Cap malloc's arenas now, before the daemon starts its threads (each thread that meets a busy
@@ -70,6 +74,31 @@ class Allocator:
     def release(self) -> None:
         """Return free heap pages to the system: now, or — when the last time was less than a second
         ago — once that second is up (a host closing a thousand sessions costs one trim, not 1,000)."""
+        self._release()
+
+    def on_idle(self) -> None:
+        """The daemon has answered everything it was asked: a good moment to tidy up, once it has stayed
+        so for `_QUIET_S`. A trim takes milliseconds on the event loop, and a host that sends its next
+        request at once (a benchmark, a batch of searches) would wait for it; one that pauses does not."""
+        if self._quiet is not None:
+            self._quiet.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._quiet = loop.call_later(_QUIET_S, self._after_quiet)
+
+    def _after_quiet(self) -> None:
+        self._quiet = None
+        if not self.is_idle():
+            return  # busy again: its next idle moment arms another
+        wait = self._last_release + _RELEASE_EVERY_S - time.monotonic()
+        if wait > 0:  # at most once a second: look again when that second is up
+            self._quiet = asyncio.get_running_loop().call_later(wait, self._after_quiet)
+        else:
+            self._trim()
+
+    def _release(self) -> None:
         wait = self._last_release + _RELEASE_EVERY_S - time.monotonic()
         if wait <= 0:
             self._trim()
@@ -80,8 +109,6 @@ class Allocator:
                 return
             self._scheduled = True
             loop.call_later(wait, self._trim)
-
-    on_idle = release  # the daemon has answered everything it was asked: a good moment to tidy up
 
     def _trim(self) -> None:
         self._scheduled = False

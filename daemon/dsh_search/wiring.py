@@ -162,6 +162,7 @@ def assemble(
         lambda: threading.Thread(target=_housekeeping, args=(spill,), name="housekeeping", daemon=True).start()
     )
     server.requests.on_idle = allocator.on_idle
+    allocator.is_idle = lambda: server.requests.idle
     return Daemon(server, ctx, launcher)
 
 

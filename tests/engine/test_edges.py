@@ -400,13 +400,14 @@ def test_a_file_cut_across_batches_is_joined_as_if_it_came_whole() -> None:
 
     records = [match_record("a.c", n, f"line {n}\r\n" if n % 2 else f"line {n}\n") for n in range(1, 10)]
     records += [match_record("b.c", 4, "x" * 3000 + "\n"), match_record("b.c", 7, "tail")]
-    whole = grep_mod.ordered([grep_mod.parse_batch(b"\n".join(records), "/w", 2000).files])
+
+    def parse(batch: list[bytes]) -> list[grep_mod.Section]:
+        return grep_mod.sections(grep_mod.parse_batch(b"\n".join(batch), "/w", 2000).files, 2000)
+
+    whole = grep_mod.ordered([parse(records)])
     for cuts in ([3, 6, 10], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [9]):
         bounds = [0, *cuts, len(records)]
-        parts = [grep_mod.parse_batch(b"\n".join(records[a:b]), "/w", 2000).files for a, b in pairwise(bounds)]
-        joined = grep_mod.ordered(parts)
-        assert joined == whole
-        backwards = grep_mod.ordered(parts[::-1])  # out of line order: sorted and formatted again
-        assert [f._replace(section=None) for f in backwards] == [f._replace(section=None) for f in whole]
-        assert grep_mod.format_files(backwards, 2000) == grep_mod.format_files(whole, 2000)
-    assert whole[0].section == "a.c\n" + "\n".join(f"Line {n}: line {n}" for n in range(1, 10))
+        parts = [parse(records[a:b]) for a, b in pairwise(bounds)]
+        assert grep_mod.ordered(parts) == whole
+        assert grep_mod.ordered(parts[::-1]) == whole  # out of line order: put in order again
+    assert whole[0].text == "a.c\n" + "\n".join(f"Line {n}: line {n}" for n in range(1, 10))

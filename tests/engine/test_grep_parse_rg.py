@@ -97,11 +97,11 @@ def test_ripgreps_own_output_parses_as_before(rg_path: str, tmp_path: Path, seed
             batches.flush()
             seen[name] = [future.result() for future in batches._futures]
         assert seen["new"] == seen["strict"] == seen["old"]
-        files = {name: grep.ordered([p.files for p in parts]) for name, parts in seen.items()}
-        total = sum(len(f.numbers) for f in files["new"])
+        files = {name: grep.ordered([grep.sections(p.files, CAP) for p in parts]) for name, parts in seen.items()}
+        total = sum(f.matches for f in files["new"])
         assert total == stdout.count(b'"type":"match"')
         spill = SpillRef("/spill/x", 1, "hint")
-        pages = {name: grep.render(f, max_matches=250, max_line_bytes=CAP, spill=spill) for name, f in files.items()}
+        pages = {name: grep.render(f, max_matches=250, spill=spill) for name, f in files.items()}
         assert pages["new"] == pages["old"]
-        artifacts = {name: "".join(grep.spill_pieces(f, total, CAP)) for name, f in files.items()}
+        artifacts = {name: "".join(grep.spill_pieces(f, total)) for name, f in files.items()}
         assert artifacts["new"] == artifacts["old"]

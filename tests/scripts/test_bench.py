@@ -81,6 +81,14 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
     assert workloads["warm-build-kernel"]["extra"]["grep_files"] > 0
     assert snapshot(tree) == before
 
+    # The realistic suite: queries of every kind drawn from the tree, each answered as the walk answers it.
+    suite = workloads["suite-index-on"]["extra"]
+    assert suite["exact"] is True and suite["queries"] == len(suite["per_query"]) > 20
+    assert {q["kind"] for q in suite["per_query"]} >= {"identifier", "phrase-2", "spaces", "alternation", "folded"}
+    assert all(q["on_ratio"] > 0 and q["off_ratio"] > 0 for q in suite["per_query"])
+    assert workloads["suite-on-vs-off"]["extra"]["max_on_off"] > 0
+    assert (out / "suite.md").read_text().count("\n") == suite["queries"] + 2
+
     assert (out / "bench-ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (out / "results.md").read_text()
     assert table.count("\n") == len(workloads) + 2

@@ -24,6 +24,7 @@ SANS_IO = [
     "engine/jscompat.py",
     "engine/presentation.py",
     "engine/rgjson.py",
+    "engine/rgstd.py",
     "engine/sampling.py",
     "store/scrollback.py",
     "index/query/syntax.py",

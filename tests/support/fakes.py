@@ -179,8 +179,9 @@ def as_files(matches: list[tuple[str, int, str]]) -> list[Any]:
     return files
 
 
-def render_matches(matches: list[tuple[str, int, str]], **kw: Any) -> Any:
-    """grep's page for `matches` (keyword arguments as engine.grep.render's; no spill unless given)."""
-    from dsh_search.engine.grep import render
+def render_matches(matches: list[tuple[str, int, str]], max_line_bytes: int = 2000, **kw: Any) -> Any:
+    """grep's page for `matches` (keyword arguments as engine.grep.render's; no spill unless given), lines
+    previewed to `max_line_bytes`."""
+    from dsh_search.engine.grep import render, sections
 
-    return render(as_files(matches), **{"max_matches": 250, "max_line_bytes": 2000, "spill": None, **kw})
+    return render(sections(as_files(matches), max_line_bytes), **{"max_matches": 250, "spill": None, **kw})

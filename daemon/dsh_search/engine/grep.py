@@ -12,19 +12,23 @@ path and matches by line number, so the inline page and the spill artifact are s
 from __future__ import annotations
 
 import base64
+import logging
+import os
+import stat
 import threading
 import time
 from collections.abc import Iterator
-from itertools import chain, groupby, pairwise
-from operator import add
+from itertools import groupby, pairwise
+from operator import add, itemgetter
 from typing import Any, NamedTuple
 
 import orjson
 
 from dsh_search import texts
-from dsh_search.engine import source
-from dsh_search.engine.batches import Batches
-from dsh_search.engine.failures import SEARCH_FAILED, ToolError, invalid_args
+from dsh_search.config import Config, rg_memory_default
+from dsh_search.engine import rgstd, ripgrep, source
+from dsh_search.engine.batches import Batches, BlockBatches
+from dsh_search.engine.failures import SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
 from dsh_search.engine.jscompat import js_trim, utf8_growth
 from dsh_search.engine.paths import DenyGlobs, cwd_relative, decode
 from dsh_search.engine.presentation import grep_meta
@@ -32,6 +36,8 @@ from dsh_search.engine.run import RgResult, SearchResult, bounded, check_decoded
 from dsh_search.engine.scope import Scope, Where, locate
 from dsh_search.engine.searcher import Searcher, Tally
 from dsh_search.engine.spill import SpillRef, save
+
+log = logging.getLogger("dsh_search.search")
 
 TOOL = "grep"
 # The --json records grep's progress counts: one per matching line, and one `begin` per file with matches.
@@ -306,27 +312,74 @@ def preview_line(line: str, max_bytes: int) -> str:
     return data[:max_bytes].decode("utf-8", "ignore") + texts.LINE_TRUNCATED_SUFFIX
 
 
-def format_files(files: list[FileMatches], max_line_bytes: int | None) -> str:
-    """The sections of `files` joined by blank lines; a section formatted already (by `parse_batch`,
-    with the same cap) is used as it is."""
-    return "\n\n".join([f.section if f.section is not None else section(f, max_line_bytes) for f in files])
+# --- a file's matches as the model reads them ------------------------------------------------------------
 
 
-def spill_pieces(files: list[FileMatches], total: int, max_line_bytes: int) -> Iterator[str]:
+class Section(NamedTuple):
+    """One file's matches as formatted, what grep sorts, counts, cuts and saves: `text` is
+    `<path>\nLine <N>: <line>…`, one previewed line per match, in the order ripgrep gave them."""
+
+    path: str  # as displayed
+    matches: int
+    text: str
+
+
+def first_number(f: Section) -> int:
+    """The line number of `f`'s first match."""
+    start = len(f.path) + 6  # `<path>\nLine `
+    return int(f.text[start : f.text.index(":", start)])
+
+
+def last_number(f: Section) -> int:
+    """The line number of `f`'s last match."""
+    start = max(f.text.rfind("\nLine ", len(f.path)), len(f.path)) + 6
+    return int(f.text[start : f.text.index(":", start)])
+
+
+def sections(files: list[FileMatches], max_line_bytes: int | None) -> list[Section]:
+    """Parsed --json matches as sections (formatted already by `parse_batch` when they have one)."""
+    return [
+        Section(f.path, len(f.numbers), f.section if f.section is not None else section(f, max_line_bytes))
+        for f in files
+        if f.numbers
+    ]
+
+
+def numbered(f: Section, count: int | None = None) -> list[tuple[int, str]]:
+    """(line number, line as shown) of `f`'s first `count` matches (all of them: None)."""
+    body = f.text[len(f.path) + 1 :]
+    lines = body.split("\n") if count is None else body.split("\n", count)[:count]
+    out = []
+    for line in lines:
+        number, _, shown = line[5:].partition(": ")  # `Line <N>: <line>`
+        out.append((int(number), shown))
+    return out
+
+
+def _from_lines(path: str, lines: list[tuple[int, str]]) -> Section:
+    return Section(path, len(lines), path + "\n" + "\n".join([f"Line {n}: {line}" for n, line in lines]))
+
+
+def format_files(files: list[Section]) -> str:
+    """The sections of `files` joined by blank lines."""
+    return "\n\n".join([f.text for f in files])
+
+
+def spill_pieces(files: list[Section], total: int) -> Iterator[str]:
     """The spill artifact, `Found N matches` and every file's section, in pieces (never joined whole)."""
     yield f"{texts.grep_found(total)}\n\n"
     for i, f in enumerate(files):
-        yield ("\n\n" if i else "") + (f.section if f.section is not None else section(f, max_line_bytes))
+        yield ("\n\n" if i else "") + f.text
 
 
-def head(files: list[FileMatches], count: int) -> list[FileMatches]:
+def head(files: list[Section], count: int) -> list[Section]:
     """The first `count` matches, file by file."""
     out = []
     for f in files:
         if count <= 0:
             break
-        out.append(FileMatches(f.path, f.numbers[:count], f.raw_lines[:count]) if len(f.numbers) > count else f)
-        count -= len(f.numbers)
+        out.append(_from_lines(f.path, numbered(f, count)) if f.matches > count else f)
+        count -= f.matches
     return out
 
 
@@ -336,57 +389,216 @@ class Page(NamedTuple):
     truncated: bool
 
 
-def render(files: list[FileMatches], *, max_matches: int, max_line_bytes: int, spill: SpillRef | None) -> Page:
-    total = sum(len(f.numbers) for f in files)
+def render(files: list[Section], *, max_matches: int, spill: SpillRef | None) -> Page:
+    total = sum(f.matches for f in files)
     if total == 0:
         return Page(texts.GREP_NO_MATCHES, [], False)
     page = head(files, max_matches)
-    shown = [
-        (f.path, n, preview_line(line, max_line_bytes))
-        for f in page
-        for n, line in zip(f.numbers, f.lines, strict=True)
-    ]
-    body = format_files(page, max_line_bytes)
+    shown = [(f.path, n, line) for f in page for n, line in numbered(f)]
+    body = format_files(page)
     if total <= max_matches:
         return Page(f"{texts.grep_found(total)}\n\n{body}", shown, False)
     recovery = texts.grep_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GREP_RECOVERY_UNSAVED
     return Page(f"{texts.grep_found_capped(len(shown), total)}\n\n{body}\n\n({recovery})", shown, True)
 
 
-def ordered(parts: list[list[FileMatches]]) -> list[FileMatches]:
+def ordered(parts: list[list[Section]]) -> list[Section]:
     """The files of every batch, by display path (byte order), each file's matches by line number.
 
     ripgrep writes a file's matches together and in order, so a file cut by batch boundaries comes as
-    consecutive pieces whose lines follow on: they are joined, and so are their sections (formatted
-    with the same cap, one line per match), which saves formatting the file again. Should the same path
-    come in pieces out of line order anyway, they are merged, put in line order and formatted again.
+    consecutive pieces whose lines follow on: their sections are joined. Should the same path come in
+    pieces out of line order anyway, its lines are put in line order (a stable sort).
     """
-    pieces: dict[str, list[FileMatches]] = {}
+    pieces: dict[str, list[Section]] = {}
     for part in parts:
         for f in part:
             pieces.setdefault(f.path, []).append(f)
     return sorted((_joined(ps) if len(ps) > 1 else ps[0] for ps in pieces.values()), key=lambda f: f.path)
 
 
-def _joined(pieces: list[FileMatches]) -> FileMatches:
+def _joined(pieces: list[Section]) -> Section:
     """One file's matches from its pieces, in line order."""
     path = pieces[0].path
-    numbers = list(chain.from_iterable(p.numbers for p in pieces))
-    raw_lines = list(chain.from_iterable(p.raw_lines for p in pieces))
-    follow_on = all(a.numbers[-1] < b.numbers[0] for a, b in pairwise(pieces))
-    if not follow_on:
-        pairs = sorted(zip(numbers, raw_lines, strict=True), key=lambda pair: pair[0])
-        return FileMatches(path, [n for n, _ in pairs], [raw for _, raw in pairs])
-    sections = [p.section for p in pieces if p.section is not None]
-    text = None
-    if len(sections) == len(pieces):  # each piece's lines after the first's, without their path line
-        text = "".join([sections[0], *(t[len(path) :] for t in sections[1:])])
-    return FileMatches(path, numbers, raw_lines, text)
+    if all(last_number(a) < first_number(b) for a, b in pairwise(pieces)):  # each piece's after the first's
+        text = "".join([pieces[0].text, *(p.text[len(path) :] for p in pieces[1:])])
+        return Section(path, sum(p.matches for p in pieces), text)
+    lines = sorted((line for p in pieces for line in numbered(p)), key=itemgetter(0))
+    return _from_lines(path, lines)
 
 
-async def _search(
-    searcher: Searcher, pattern: str, include: str | None, where: Where, tally: Tally | None
-) -> tuple[list[FileMatches], RgResult]:
+def _in_stream_order(files: list[Section]) -> list[Section]:
+    """Two spellings of one displayed path, one after the other (`x` and `<cwd>/x`): one file, its lines
+    in stream order, as the strict parser groups them."""
+    out: list[Section] = []
+    for f in files:
+        if out and out[-1].path == f.path:
+            last = out[-1]
+            out[-1] = Section(f.path, last.matches + f.matches, last.text + f.text[len(f.path) :])
+        else:
+            out.append(f)
+    return out
+
+
+# --- the search ------------------------------------------------------------------------------------------
+
+_MATCH_TYPE = b'"type":"match"'  # in any record a match is (exit 2 with results needs to know)
+
+
+class _Overflow(Exception):
+    """ripgrep's output as --json would pass the raw-output cap: stop it."""
+
+
+class _Account:
+    """What the parsed batches of ripgrep's standard output add up to as --json, while it still runs
+    (batches are parsed in order on one worker; the last may be parsed on the caller's thread)."""
+
+    def __init__(self, cap: int, submatch_bytes: bool, literal: bytes | None = None) -> None:
+        self.cap = cap
+        self.submatch_bytes = submatch_bytes
+        self.literal = literal
+        self.sizes = rgstd.Sizes()
+        self.over = False
+        self._lock = threading.Lock()
+
+    def add(self, sizes: rgstd.Sizes) -> None:
+        with self._lock:
+            self.sizes = self.sizes.plus(sizes)
+            size = rgstd.json_size(self.sizes, None, seconds=0, submatch_bytes=False, literal=self.literal)
+            if size.lower > self.cap:
+                self.over = True
+
+
+def _lone_cr_at_end(cwd: str, raw_path: bytes, last: int) -> bool:
+    """Whether a file's line `last`, printed with `\r\n`, is in fact its last line ending in a lone `\r`
+    (ripgrep's printer terminates a last line, and upstream keeps that `\r`); raises Unsure when the file
+    cannot tell (gone, not a regular file, UTF-16 that ripgrep transcoded)."""
+    raw = raw_path if raw_path.startswith(b"/") else os.fsencode(cwd) + b"/" + raw_path
+    try:
+        fd = os.open(raw, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        raise rgstd.Unsure("a file whose last line may end in a lone CR cannot be read") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            raise rgstd.Unsure("a file whose last line may end in a lone CR is not a regular file")
+        if os.pread(fd, 2, 0) in (b"\xff\xfe", b"\xfe\xff"):
+            raise rgstd.Unsure("a UTF-16 file whose last line may end in a lone CR")
+        if os.pread(fd, 1, info.st_size - 1) != b"\r":
+            return False
+        newlines = 0
+        offset = 0
+        while chunk := os.pread(fd, 1 << 20, offset):
+            newlines += chunk.count(b"\n")
+            offset += len(chunk)
+        return newlines + 1 == last
+    except OSError:
+        raise rgstd.Unsure("a file whose last line may end in a lone CR cannot be read") from None
+    finally:
+        os.close(fd)
+
+
+def _std_batch(blob: bytes, cwd: str, cap: int, account: _Account) -> list[Section]:
+    """A batch of ripgrep's standard output → its sections (on the parse worker)."""
+    batch = rgstd.parse(blob, cap, account.literal)
+    paths, texts = batch.paths, batch.texts
+    for i, raw_path in batch.ends_in_cr:
+        if _lone_cr_at_end(cwd, raw_path, rgstd.last_line(paths[i], texts[i])):
+            raise rgstd.Unsure("a last line ending in a lone CR")  # rare enough for --json to show it
+    account.add(batch.sizes)
+    if any(path.startswith("/") for path in paths):  # shown relative to the workdir where inside it
+        shown = [cwd_relative(path, cwd) for path in paths]
+        texts = [text if a == b else a + text[len(b) :] for a, b, text in zip(shown, paths, texts, strict=True)]
+        paths = shown
+    return _in_stream_order(list(map(Section._make, zip(paths, batch.lines, texts, strict=True))))
+
+
+def _reads_standard_output(config: Config) -> bool:
+    """Whether grep may read ripgrep's standard output: not when ripgrep's memory is bounded below what
+    --json's buffers within the raw-output cap may need (a run that --json would end out of memory, the
+    standard output would not)."""
+    return config.rg_memory_max_bytes >= rg_memory_default(config.raw_output_max_bytes)
+
+
+async def _search_std(
+    searcher: Searcher, pattern: str, tail: list[str | bytes], where: Where, tally: Tally | None
+) -> tuple[list[Section], RgResult]:
+    """grep reading ripgrep's standard output (engine/rgstd.py). Raises rgstd.Unsure when --json must decide."""
+    cwd = where.cwd
+    config = searcher.config
+    cap = config.raw_output_max_bytes
+    account = _Account(cap, rgstd.may_match_bytes(pattern), rgstd.literal_of(pattern))
+    batches = BlockBatches(
+        lambda blob: _std_batch(blob, cwd, config.grep_max_line_bytes, account), searcher.workers.parse
+    )
+    batches.watch(b"\0")
+    counted = batches.feed if tally is None else tally.counting_blocks(batches.feed)
+
+    def sink(chunk: bytes) -> None:
+        if account.over:
+            raise _Overflow
+        counted(chunk)
+
+    capped = False
+
+    def on_overflow() -> None:
+        nonlocal capped
+        capped = True
+        batches.cancel()
+
+    started = time.monotonic()
+
+    async def settle(outcome: ripgrep.Outcome) -> None:
+        """Before the run is classified: the --json size decides first, as --json's cap would have."""
+        if capped or outcome.exit_code is None:
+            return  # over the cap already (no --json is smaller), or killed: classified as such
+        if outcome.out_of_memory:
+            raise rgstd.Unsure("ripgrep ran out of memory")  # would --json have? Only a --json run says
+        await batches.finish()
+        parts = await batches.results()
+        sizes = account.sizes
+        if batches.stats is None and (any(parts) or outcome.exit_code in (0, 1)):
+            raise rgstd.Unsure("no statistics at the end of the output")
+        if batches.stats is not None and (
+            batches.stats.matched_lines != sizes.lines
+            or batches.stats.files_with_matches != sizes.files
+            or (account.literal is not None and batches.stats.matches != sizes.submatches)
+        ):
+            raise rgstd.Unsure("statistics that disagree with the blocks")
+        if batches.stats is None:
+            return  # ripgrep stopped before searching (a pattern or glob it rejects): --json printed nothing
+        size = rgstd.json_size(
+            sizes,
+            batches.stats,
+            seconds=time.monotonic() - started,
+            submatch_bytes=account.submatch_bytes,
+            literal=account.literal,
+        )
+        if size.lower > cap:
+            raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, cap))
+        if size.upper > cap:
+            raise rgstd.Unsure("the raw-output cap lies between the bounds of --json's size")
+
+    argv: list[str | bytes] = [*rgstd.ARGS, f"--regexp={pattern}", *tail]
+    try:
+        result = await run_rg(
+            searcher, TOOL, argv, where, lambda _: batches.saw(b"\0"), sink=sink, tally=tally,
+            on_overflow=on_overflow, settle=settle,
+        )  # fmt: skip
+    except _Overflow:
+        batches.cancel()
+        raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, cap)) from None
+    except BaseException:
+        batches.cancel()
+        raise
+    if result.no_matches:
+        return [], result
+    return ordered(await batches.results()), result
+
+
+async def _search_json(
+    searcher: Searcher, pattern: str, tail: list[str | bytes], where: Where, tally: Tally | None
+) -> tuple[list[Section], RgResult]:
+    """grep reading ripgrep's --json, upstream's argv: the fallback of the standard output's reading."""
     cwd = where.cwd
     cap = searcher.config.grep_max_line_bytes
     batches = Batches(
@@ -394,38 +606,63 @@ async def _search(
     )
     batches.watch(_MATCH_TYPE)
     sink = batches.feed if tally is None else tally.counting(batches.feed, MATCH_RECORD, BEGIN_RECORD)
-    chosen = None
-    if searcher.source is not None:
-        chosen = await searcher.source.grep(where.cwd, where.path, pattern, include, searcher.deny_globs)
-    argv: list[str | bytes]
-    if chosen is None:  # ripgrep walks
-        argv = [*build_argv(pattern, where.path, include, searcher.deny_globs)]
-        if tally is not None and searcher.source is not None:
-            tally.note = searcher.source.walk_note(where.cwd)
-    else:  # ripgrep reads the files the source chose: the same records, the same result
-        argv = ["--json", f"--regexp={pattern}", *source.argv(chosen)]
-    started = time.monotonic()
     try:
         result = await run_rg(
-            searcher, TOOL, argv, where, lambda _: batches.saw(_MATCH_TYPE), sink=sink, tally=tally,
-            on_overflow=batches.cancel,
+            searcher, TOOL, ["--json", f"--regexp={pattern}", *tail], where, lambda _: batches.saw(_MATCH_TYPE),
+            sink=sink, tally=tally, on_overflow=batches.cancel,
         )  # fmt: skip
-        if chosen is None and searcher.source is not None:
-            searcher.source.note_walk(where.cwd, time.monotonic() - started)
         await check_decoded_size(TOOL, result, batches, searcher.config.raw_output_max_bytes)
     except BaseException:  # failed, over the cap, timed out or cancelled: nothing will read the batches
         batches.cancel()
         raise
     if result.no_matches:
         return [], result
-    files = ordered([part.files for part in await batches.results()])
-    if where.deny is not None:
-        deny = where.deny
-        files = [f for f in files if not deny.denies(f.path)]
-    return files, result
+    return ordered([sections(part.files, cap) for part in await batches.results()]), result
 
 
-_MATCH_TYPE = b'"type":"match"'  # in any record a match is (exit 2 with results needs to know)
+async def _search(
+    searcher: Searcher, pattern: str, include: str | None, where: Where, tally: Tally | None
+) -> tuple[list[Section], RgResult]:
+    chosen = None
+    if searcher.source is not None:
+        chosen = await searcher.source.grep(where.cwd, where.path, pattern, include, searcher.deny_globs)
+    tail: list[str | bytes]
+    if chosen is None:  # ripgrep walks; a progress note says why, when the index is on its way
+        tail = [*build_argv(pattern, where.path, include, searcher.deny_globs)[2:]]
+        if tally is not None and searcher.source is not None:
+            tally.note = searcher.source.walk_note(where.cwd)
+    else:  # ripgrep reads the files the source chose: the same records, the same result
+        tail = source.argv(chosen)
+    started = time.monotonic()
+    walked = chosen is None and searcher.source is not None  # the source learns how long walks take
+
+    def noted() -> None:
+        nonlocal walked
+        if walked and searcher.source is not None:
+            searcher.source.note_walk(where.cwd, time.monotonic() - started)
+        walked = False
+
+    if _reads_standard_output(searcher.config):
+        try:
+            files, result = await _search_std(searcher, pattern, tail, where, tally)
+        except rgstd.Unsure as why:  # ripgrep searched; --json must say what it found
+            noted()
+            log.debug("grep: reading ripgrep's --json instead of its standard output: %s", why)
+            if tally is not None:
+                tally.items = tally.files = 0
+        else:
+            noted()
+            return _allowed(files, where), result
+    files, result = await _search_json(searcher, pattern, tail, where, tally)
+    noted()
+    return _allowed(files, where), result
+
+
+def _allowed(files: list[Section], where: Where) -> list[Section]:
+    if where.deny is None:
+        return files
+    deny = where.deny
+    return [f for f in files if not deny.denies(f.path)]
 
 
 async def grep(searcher: Searcher, args: GrepArgs, scope: Scope, tally: Tally | None = None) -> SearchResult:
@@ -435,11 +672,10 @@ async def grep(searcher: Searcher, args: GrepArgs, scope: Scope, tally: Tally | 
     where = locate(searcher, scope, args.cwd, args.path)
     config = searcher.config
     files, result = await bounded(config, TOOL, _search(searcher, args.pattern, args.include, where, tally))
-    total = sum(len(f.numbers) for f in files)
+    total = sum(f.matches for f in files)
     spill = None
     if total > config.grep_max_matches:
-        content = spill_pieces(files, total, config.grep_max_line_bytes)
-        spill = await save(searcher.spill, args.session_id, texts.GREP_SPILL_NAME, content)
-    page = render(files, max_matches=config.grep_max_matches, max_line_bytes=config.grep_max_line_bytes, spill=spill)
+        spill = await save(searcher.spill, args.session_id, texts.GREP_SPILL_NAME, spill_pieces(files, total))
+    page = render(files, max_matches=config.grep_max_matches, spill=spill)
     meta = grep_meta(page.shown, page.truncated, total, config.search_meta_max_bytes)
     return SearchResult(page.text + problems_suffix(result), meta, spill)

@@ -38,6 +38,18 @@ from typing import NamedTuple
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
 _READ_CHUNK = 1 << 20
+# A read asks for 64 KiB unless the last one filled that: a 1 MiB buffer is allocated (and trimmed) at every
+# read, ~20 µs each, and most reads bring a few hundred bytes.
+_SMALL_READ = 1 << 16
+# ripgrep writes a file's output as it finishes it, often a few hundred bytes at a time (grep `static` in the
+# kernel's drivers/net/ethernet: 635 writes, half under 130 bytes; `[A-Z]+_SUSPEND` over the whole tree:
+# ~1,800 writes in 1.5 s), and each wake-up of the reading thread costs ~30 µs of Python and takes the GIL
+# from whoever holds it. So a read that brought little waits before the next, a hundredth of the time the
+# run has taken so far (at most 5 ms): the output's end is noticed at most ~1 % later than it came.
+_COALESCE_BELOW = 1 << 14
+_COALESCE_SHARE = 0.01
+_COALESCE_MAX_S = 0.005
+_COALESCE_MIN_S = 0.0005
 # What ripgrep (a Rust program) prints when an allocation fails, just before it aborts: `memory allocation
 # of <n> bytes failed`, in several writes. Threads that fail at once interleave them (seen: `memory
 # allocation of memory allocation of 67108864 bytes failed`), so its opening words anywhere on a line
@@ -306,6 +318,8 @@ class Child:
             self.done.set_result(outcome)
 
     def _pump(self) -> _Collected:
+        started = time.monotonic()
+        want = _SMALL_READ
         limits = self._limits
         chunks: list[bytes] = []
         size = 0
@@ -335,12 +349,17 @@ class Child:
                 for key, _ in selector.select(timeout):
                     what = key.data
                     if what == "out":
-                        chunk = os.read(self._out_fd, _READ_CHUNK)
+                        chunk = os.read(self._out_fd, want)
+                        want = _READ_CHUNK if len(chunk) >= _SMALL_READ else _SMALL_READ
                         if not chunk:
                             selector.unregister(self._out_fd)
                             open_pipes -= 1
                         elif not overflow:
                             size += len(chunk)
+                            if len(chunk) < _COALESCE_BELOW:  # let more of the output gather: one wake-up, not dozens
+                                pause = min(_COALESCE_MAX_S, (time.monotonic() - started) * _COALESCE_SHARE)
+                                if pause >= _COALESCE_MIN_S:
+                                    time.sleep(pause)
                             if size > limits.stdout_cap:
                                 overflow = True
                                 chunks.clear()
@@ -361,7 +380,7 @@ class Child:
                             elif self._sink is None:
                                 chunks.append(chunk)
                     elif what == "err":
-                        chunk = os.read(self._err_fd, _READ_CHUNK)
+                        chunk = os.read(self._err_fd, _SMALL_READ)
                         if not chunk:
                             selector.unregister(self._err_fd)
                             open_pipes -= 1

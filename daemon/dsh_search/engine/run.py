@@ -84,10 +84,13 @@ async def run_rg(
     stdin_data: bytes | None = None,
     tally: Tally | None = None,
     on_overflow: Callable[[], None] | None = None,
+    settle: Callable[[ripgrep.Outcome], Awaitable[None]] | None = None,
 ) -> RgResult:
     """One rg run for `tool`: a slot, the launch, the outcome classified. `has_results` tells, at exit 2,
     whether rg found anything (then its complaints become a note, not a failure). `on_overflow` is told,
-    on the thread reading rg's output, the moment that output passes the raw-output cap."""
+    on the thread reading rg's output, the moment that output passes the raw-output cap. `settle` sees
+    the outcome before it is classified, and may raise instead (grep's judgement of the raw-output cap on
+    ripgrep's standard output comes first, as the cap's own does)."""
     async with searcher.slots:
         if tally is not None:
             tally.searching = True
@@ -99,6 +102,8 @@ async def run_rg(
             )
         except ripgrep.LaunchError as exc:
             _could_not_start(tool, exc)
+    if settle is not None:
+        await settle(outcome)
     return classify(tool, outcome, searcher.config.raw_output_max_bytes, has_results)
 
 

@@ -106,6 +106,20 @@ class Tally:
 
         return counted
 
+    def counting_blocks(self, sink: Sink) -> Sink:
+        """`sink`, counting ripgrep's standard output (engine/rgstd.py) on its way through: a file per NUL
+        after its name, a match per line (its newlines, less the blank line before each next file)."""
+        newlines = StreamCounter(b"\n")
+        nuls = StreamCounter(b"\0")
+
+        def counted(chunk: bytes) -> None:
+            files = nuls.feed(chunk)
+            self.files += files
+            self.items += newlines.feed(chunk) - files
+            sink(chunk)
+
+        return counted
+
 
 class StreamCounter:
     """Occurrences of a needle in a stream of chunks, those that straddle two chunks included."""

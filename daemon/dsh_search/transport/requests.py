@@ -82,6 +82,11 @@ class RequestTable:
         self.on_idle: Callable[[], None] = lambda: None  # every call taken in has been answered
         self.on_reply: Callable[[jsonrpc.Reply], None] = lambda _reply: None  # answers to our requests
 
+    @property
+    def idle(self) -> bool:
+        """Whether every call taken in has been answered."""
+        return not self._entries
+
     # -- intake --------------------------------------------------------------------------------------
 
     def submit(self, incoming: jsonrpc.Incoming) -> None:

@@ -26,7 +26,14 @@ def test_a_search_runs_in_its_cwd_else_the_workdir(tmp_path: Path) -> None:
     assert isinstance(launch, FakeLaunch)
     for params in ({"cwd": str(tmp_path / "other")}, {}, {"cwd": "sub"}):
         asyncio.run(tools.run_grep(app, {"pattern": "x", **params}, None))
-    assert [cwd for _argv, cwd in launch.calls] == [str(tmp_path / "other"), str(tmp_path), str(tmp_path / "sub")]
+    # Each grep reads ripgrep's standard output first; the fake's output is not that, so each goes on to
+    # --json in the same cwd.
+    assert [cwd for argv, cwd in launch.calls if "--json" in argv] == [
+        str(tmp_path / "other"),
+        str(tmp_path),
+        str(tmp_path / "sub"),
+    ]
+    assert len(launch.calls) == 6
 
 
 @case("T29", "T30")

@@ -57,7 +57,9 @@ def test_a_line_within_the_cap_is_shown_whole() -> None:
 
 @case("T107")
 def test_matches_are_listed_by_file_in_first_seen_order() -> None:
-    text = grep_mod.format_files(as_files([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")]), None)
+    text = grep_mod.format_files(
+        grep_mod.sections(as_files([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")]), None)
+    )
     assert text == "b.ts\nLine 2: x\nLine 5: z\n\na.ts\nLine 1: y"
 
 

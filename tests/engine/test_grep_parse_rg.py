@@ -57,7 +57,7 @@ def _tree(root: Path, seed: int) -> None:
         path.write_bytes(data)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 def test_ripgreps_own_output_parses_as_before(rg_path: str, tmp_path: Path, seed: int) -> None:
     _tree(tmp_path, seed)
     done = subprocess.run(

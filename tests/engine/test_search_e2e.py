@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import MakeDaemon, error_of, text_of
-from tests.support.processes import processes_named, wait_until
+from tests.support.processes import searches_running, wait_until
 from tests.support.trees import SLOW_PATTERN, many_files, rich_tree, write, write_slow_corpus
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -297,7 +297,7 @@ def test_fix_raw_output_overflow_kills_rg_at_once(start: MakeDaemon, tmp_path: P
         "Error: grep produced more raw output than the subprocess seam retained within the 100000-byte cap; "
         "narrow pattern, path, or include and retry"
     )
-    assert not processes_named(f"{exe}-rg", under=d.proc.pid)  # stopped, not left to finish
+    assert not searches_running(exe, d.proc.pid)  # stopped, not left to finish
 
 
 # --- argument errors, timeouts, cancellation, queueing --------------------------------------------------------
@@ -343,7 +343,7 @@ def test_timeout_is_search_aborted(start: MakeDaemon, slow_corpus: Path, exe: Pa
     d = start("--timeout-ms", "400")
     code, data_code, text = error_of(d.call("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)}))
     assert (code, data_code, text) == (1004, "SEARCH_ABORTED", "Error: grep timed out after 400ms")
-    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
+    assert not searches_running(exe, d.proc.pid)
     assert d.result("ping") == {}
 
 
@@ -352,14 +352,14 @@ def test_cancel_request(start: MakeDaemon, slow_corpus: Path, exe: Path, framing
     d = start(framing=framing)
     rid = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)})
     deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg", under=d.proc.pid) and time.monotonic() < deadline:
+    while not searches_running(exe, d.proc.pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert processes_named(f"{exe}-rg", under=d.proc.pid), "rg never started"
+    assert searches_running(exe, d.proc.pid), "rg never started"
     d.notify("$/cancelRequest", {"id": rid})
     code, data_code, text = error_of(d.wait_for(rid))
     assert (code, data_code) == (-32800, "SEARCH_ABORTED")
     assert text == "Error: grep was aborted before completion (tool timeout or caller cancellation)"
-    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
+    assert not searches_running(exe, d.proc.pid)
     assert d.result("ping") == {}
 
 
@@ -368,21 +368,21 @@ def test_mcp_cancel_sends_no_response(start: MakeDaemon, slow_corpus: Path, exe:
     rid = d.request(
         "tools/call", {"name": "grep", "arguments": {"pattern": SLOW_PATTERN}, "_meta": {"cwd": str(slow_corpus)}}
     )
-    assert wait_until(lambda: bool(processes_named(f"{exe}-rg", under=d.proc.pid))), "rg never started"
+    assert wait_until(lambda: bool(searches_running(exe, d.proc.pid))), "rg never started"
     d.notify("notifications/cancelled", {"requestId": rid, "reason": "user"})
     assert d.result("ping") == {}
     assert d.no_response(0.5)
-    assert not processes_named(f"{exe}-rg", under=d.proc.pid)
+    assert not searches_running(exe, d.proc.pid)
 
 
 def test_searches_queue_beyond_the_limit(start: MakeDaemon, slow_corpus: Path, fx: Path, exe: Path) -> None:
     d = start("--max-concurrent-searches", "1")
     slow = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(slow_corpus)})
-    assert wait_until(lambda: bool(processes_named(f"{exe}-rg", under=d.proc.pid))), "rg never started"
+    assert wait_until(lambda: bool(searches_running(exe, d.proc.pid))), "rg never started"
     quick = d.request("grep", {"pattern": "alpha", "cwd": str(fx)})
     assert d.result("ping") == {}  # the daemon itself is not blocked
     assert d.no_response(0.5), "the queued search ran before a slot was free"
-    assert len(processes_named(f"{exe}-rg", under=d.proc.pid)) == 1
+    assert len(searches_running(exe, d.proc.pid)) == 1
     d.notify("$/cancelRequest", {"id": slow})
     assert error_of(d.wait_for(slow))[0] == -32800
     assert text_of(d.wait_for(quick)).startswith("Found 3 matches")

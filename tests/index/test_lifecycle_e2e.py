@@ -139,14 +139,18 @@ def kill_daemon(d: Daemon) -> None:
     d.proc.wait(timeout=10)
 
 
+KILLS = 30  # a multiple of 5: the last daemon killed wrote files and searched
+
+
 def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clean(
     start: MakeDaemon, tmp_path: Path
 ) -> None:
     root = big_tree(tmp_path / "w", 2500, filler=False)
     index_dir = tmp_path / "index"
     rnd = random.Random(26)
-    for i in range(50):
+    for i in range(KILLS):
         d = start("--workdir", str(root), *index_args(index_dir))
+        d.request("index/status")  # the index opens when asked: building, catching up or ready
         if i % 5 == 4:  # now and then, while it answers and catches up
             for j in range(20):
                 (root / "d3" / "e3" / f"late{i}_{j}.c").write_text(f"// LATE_{i}_{j}\n")
@@ -156,7 +160,7 @@ def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clea
     survivor = start("--workdir", str(root), *index_args(index_dir))
     ready(survivor, timeout=120)
     off = start("--workdir", str(root), "--index", "off")
-    for pattern in ("TOKEN_1234", "LATE_49_1", "LATE_4_[0-9]"):
+    for pattern in ("TOKEN_1234", f"LATE_{KILLS - 1}_1", "LATE_4_[0-9]"):
         same(survivor, off, "grep", {"pattern": pattern})
     same(survivor, off, "glob", {"pattern": "**/late*.c"})
     # One set, its lock and trust record, the owner's lock and the use stamp: nothing else.

@@ -25,20 +25,28 @@ BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
 
 # The end-to-end suite's second pass (scripts/test): every daemon it starts runs with the workspace index
-# on, its indexes in one scratch directory for the whole run.
+# on. In both passes the indexes go to one scratch directory for the whole run (removed at exit), never
+# to the user's cache: a daemon in the first pass runs the default mode, `auto`, which indexes a
+# workspace whose walk was slow.
 INDEX = os.environ.get("DSH_E2E_INDEX", "")
 _INDEX_DIR: list[str] = []
 
 
 def index_args(args: Sequence[str]) -> list[str]:
-    """`--index <mode> --index-dir DIR` when the suite runs with the index, unless the args say otherwise."""
-    if not INDEX or "--index" in args or any(a in args for a in ("--check", "--version", "--help")):
+    """`--index <mode>` when the suite runs with the index, and `--index-dir DIR`, unless the args say
+    otherwise."""
+    if any(a in args for a in ("--check", "--version", "--help")):
         return []
     if not _INDEX_DIR:
+        import atexit
+        import shutil
         import tempfile
 
         _INDEX_DIR.append(tempfile.mkdtemp(prefix="dsh-e2e-index-"))
-    return ["--index", INDEX, "--index-dir", _INDEX_DIR[0]]
+        atexit.register(shutil.rmtree, _INDEX_DIR[0], ignore_errors=True)
+    mode = ["--index", INDEX] if INDEX and "--index" not in args else []
+    where = ["--index-dir", _INDEX_DIR[0]] if "--index-dir" not in args else []
+    return [*mode, *where]
 
 
 def settle_index(d: Conversation, timeout: float = 120) -> None:

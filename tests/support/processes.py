@@ -51,6 +51,22 @@ def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
     return pids
 
 
+def searches_running(exe: object, daemon_pid: int) -> list[int]:
+    """The daemon's ripgrep processes that are searches: its index's listings (`rg --files`, which the
+    suite's index-on pass starts beside them) are left out."""
+    return [
+        pid for pid in processes_named(f"{exe}-rg", under=daemon_pid) if b"--files" not in _cmdline(pid).split(b"\0")
+    ]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:
     """Poll `predicate` until it holds (True) or `timeout` seconds pass (False): waiting for evidence,
     not for a guessed duration."""

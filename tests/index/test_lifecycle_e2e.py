@@ -139,7 +139,7 @@ def kill_daemon(d: Daemon) -> None:
     d.proc.wait(timeout=10)
 
 
-KILLS = 50  # a multiple of 5: the last daemon killed wrote files and searched (issue 26 asks for 50)
+KILLS = 50  # a multiple of 5: the last daemon killed wrote files and searched
 
 
 def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clean(

@@ -470,11 +470,17 @@ class Freshness:
             self.unknown -= members
             self.doubt_grep("files changed while ripgrep listed grep's files")
 
-    def reindexed(self, batch: dict[bytes, int], done: list[bytes]) -> None:
+    def reindexed(self, batch: dict[bytes, int], done: list[bytes], members: set[bytes], unknown: set[bytes]) -> None:
         """These paths of a batch (path → generation then) are settled in the index: each leaves `changed`
-        if nothing happened to it since and its glob entry is of that generation too."""
+        if nothing happened to it since, its glob entry is of that generation too, and the batch knew
+        whether grep reads it (`members`, `unknown`: as they were when the batch began). A new file whose
+        membership was not settled then was indexed as one grep does not read; if a search or a listing
+        has settled it since — as one grep reads — leaving `changed` would lose it from every later grep:
+        it stays, and is indexed again as what it is."""
         for path in done:
             generation = batch[path]
+            if path in unknown or (path in members) != (path in self.grep_new):
+                continue
             if self.changed.get(path) == generation and self.stated.get(path) == generation:
                 del self.changed[path]
                 self.grep_new.discard(path)

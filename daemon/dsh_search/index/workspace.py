@@ -420,11 +420,12 @@ class Workspace:
             return
         batch = dict(list(fresh.changed.items())[:REINDEX_BATCH])
         members = fresh.grep_new & set(batch)
+        unknown = fresh.unknown & set(batch)  # whether grep reads them is not settled: taken as not, for now
         done = await asyncio.to_thread(
             builder.reindex, shard_set.shards, self.root_b, list(batch), members, self._builder.stop
         )
         self._planner.forget()
-        fresh.reindexed(batch, done)
+        fresh.reindexed(batch, done, members, unknown)
         self.counts.grep_files = await asyncio.to_thread(builder.grep_files, shard_set.shards, list(fresh.grep_new))
 
     async def _rebuild_content(self, fresh: Freshness, old: ShardSet) -> None:

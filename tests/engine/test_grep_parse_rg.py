@@ -11,9 +11,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,15 +19,9 @@ from dsh_search.engine import grep
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.spill import SpillRef
 from tests.support import grep_reference
+from tests.support.fakes import Inline
 
 CAP = 2000
-
-
-class _Inline(Executor):
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        done: Future[Any] = Future()
-        done.set_result(fn(*args, **kwargs))
-        return done
 
 
 def _tree(root: Path, seed: int) -> None:
@@ -84,7 +76,7 @@ def test_ripgreps_own_output_parses_as_before(rg_path: str, tmp_path: Path, seed
             batches = Batches(
                 b"\n",
                 lambda blob, parser=parser: parser(blob, str(tmp_path), CAP),
-                _Inline(),
+                Inline(),
                 growth=lambda batch: batch.growth,
                 **sizes,
             )

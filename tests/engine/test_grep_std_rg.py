@@ -30,7 +30,6 @@ import re
 import subprocess
 import tempfile
 import time
-from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,7 @@ from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.engine.spill import SpillRef
 from dsh_search.wiring import rg_limits
 from tests.support.examples import examples
+from tests.support.fakes import Inline
 
 EXAMPLES = examples(60, "DSH_GREP_STD_EXAMPLES")
 CAP = 2000
@@ -162,16 +162,6 @@ def rg(rg_path: str, root: Path, argv: list[str]) -> tuple[bytes, float]:
     return done.stdout, time.monotonic() - started
 
 
-class _Inline(Executor):
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        done: Future[Any] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            done.set_exception(exc)
-        return done
-
-
 def read_std(
     stdout: bytes, root: Path, pattern: str, rnd: random.Random
 ) -> tuple[list[grep_mod.Section], rgstd.Sizes, rgstd.Stats | None]:
@@ -181,7 +171,7 @@ def read_std(
     account = grep_mod._Account(1 << 40, False, rgstd.literal_of(pattern))
     batches = BlockBatches(
         lambda blob: grep_mod._std_batch(blob, str(root), CAP, account),
-        _Inline(),
+        Inline(),
         min_bytes=sizes[0],
         max_bytes=sizes[1],
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from concurrent.futures import Executor, Future
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from dsh_search import texts
 from dsh_search.engine import grep, rgstd
 from dsh_search.engine.batches import BlockBatches
 from tests.support.examples import examples
+from tests.support.fakes import Inline
 
 EXAMPLES = examples(300, "DSH_RGSTD_EXAMPLES")
 EXACT = ("exact", "lines", "files", "submatches")  # the sizes' fields known exactly (the rest are bounds)
@@ -50,16 +50,6 @@ def printed(blocks: list[tuple[bytes, list[tuple[int, bytes]]]], warnings: dict[
     return b"\n".join(out) + stats(len(blocks), total)
 
 
-class _Inline(Executor):
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
-        done: Future[Any] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            done.set_exception(exc)
-        return done
-
-
 def read(stream: bytes, min_bytes: int = 1 << 16, max_bytes: int = 1 << 17, step: int = 1 << 20) -> tuple[Any, ...]:
     """The stream through grep's batches, each parsed as grep parses it (less grep's look at a file whose
     last line was printed with `\r\n`): (the sections, their --json size parts, the statistics)."""
@@ -71,7 +61,7 @@ def read(stream: bytes, min_bytes: int = 1 << 16, max_bytes: int = 1 << 17, step
         found = zip(batch.paths, batch.lines, batch.texts, strict=True)
         return grep._in_stream_order(list(map(grep.Section._make, found)))
 
-    batches = BlockBatches(parse, _Inline(), min_bytes=min_bytes, max_bytes=max_bytes)
+    batches = BlockBatches(parse, Inline(), min_bytes=min_bytes, max_bytes=max_bytes)
     for at in range(0, len(stream), step):
         batches.feed(stream[at : at + step])
     parts = asyncio.run(batches.results())

@@ -6,7 +6,9 @@
   `/spill/<name>` and whose hint is `Use the fake retrieval hint.`; it can be told to fail;
 - `make_app` assembles a handler context from them, with a real, empty working directory;
 - `run_glob` and `run_grep` call a tool's `run` the way the dispatcher does, over recorded ripgrep output
-  (glob's paths are created as files, oldest first, because glob stats what ripgrep lists).
+  (glob's paths are created as files, oldest first, because glob stats what ripgrep lists);
+- `Inline` is an executor that runs what it is given at once, on the caller's thread (batch parsing
+  made deterministic).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -185,3 +187,15 @@ def render_matches(matches: list[tuple[str, int, str]], max_line_bytes: int = 20
     from dsh_search.engine.grep import render, sections
 
     return render(sections(as_files(matches), max_line_bytes), **{"max_matches": 250, "spill": None, **kw})
+
+
+class Inline(Executor):
+    """Runs each submitted call at once, on the caller's thread."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done

@@ -4,11 +4,9 @@
 // SDK validates every structuredContent against the tool's outputSchema itself (after listTools).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
@@ -17,26 +15,10 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { EXE, SLOW_CORPUS, SLOW_PATTERN, SLOW_TIMEOUT_MS, rgRunning, skip, textOf, until, scratch as scratchIn } from './support.js';
 
-const EXE = process.env.DSH_SEARCH_EXE;
-const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
-const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
-const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
-// The slow searches take seconds, more on a busy machine: the daemon's own timeout must not end them.
-const SLOW_TIMEOUT_MS = '120000';
+const scratch = (files) => scratchIn(files, 'dsh-mcp-ts-');
 
-function scratch(files) {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-mcp-ts-'));
-  let when = Date.now() / 1000 - 1000;
-  for (const [name, body] of Object.entries(files)) {
-    const file = path.join(root, name);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, body);
-    fs.utimesSync(file, when, when); // distinct mtimes: glob lists oldest first
-    when += 10;
-  }
-  return root;
-}
 
 async function connect(args, { roots, cwd = '/', onLog, spill } = {}) {
   const transport = new StdioClientTransport({
@@ -59,28 +41,6 @@ async function connect(args, { roots, cwd = '/', onLog, spill } = {}) {
   await client.connect(transport);
   await client.listTools(); // caches each tool's outputSchema validator
   return client;
-}
-
-const textOf = (result) => result.content[0].text;
-
-function rgRunning() {
-  const sidecar = `${EXE}-rg`;
-  return fs.readdirSync('/proc').filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
-    try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === sidecar;
-    } catch {
-      return false;
-    }
-  }).length;
-}
-
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 test('roots from the client are the workspace, and follow roots/list_changed', { skip }, async () => {

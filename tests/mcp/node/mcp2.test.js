@@ -9,35 +9,18 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { z } from 'zod';
+import { EXE, SLOW_CORPUS, SLOW_PATTERN, SLOW_TIMEOUT_MS, alive, rgRunning, skip, textOf, until, scratch as scratchIn } from './support.js';
 
-const EXE = process.env.DSH_SEARCH_EXE;
-const SLOW_CORPUS = process.env.DSH_SLOW_CORPUS;
-const SLOW_PATTERN = process.env.DSH_SLOW_PATTERN;
-const skip = !EXE || !SLOW_CORPUS || !SLOW_PATTERN;
-// The slow searches take seconds, more on a busy machine: the daemon's own timeout must not end them.
-const SLOW_TIMEOUT_MS = '120000';
+const scratch = (files) => scratchIn(files, 'dsh-mcp-ts2-');
+
 const MODERN = '2026-07-28';
 const ENVELOPE = {
   'io.modelcontextprotocol/protocolVersion': MODERN,
   'io.modelcontextprotocol/clientCapabilities': {},
 };
-
-function scratch(files) {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-mcp-ts2-'));
-  let when = Date.now() / 1000 - 1000;
-  for (const [name, body] of Object.entries(files)) {
-    const file = path.join(root, name);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(file, body);
-    fs.utimesSync(file, when, when); // distinct mtimes: glob lists oldest first
-    when += 10;
-  }
-  return root;
-}
 
 function baseArgs(args, spill) {
   return ['--sample-over-cap-glob-results', 'true', '--spill-dir', spill ?? scratch({}), ...args];
@@ -61,37 +44,6 @@ async function connect(args, options = {}) {
   assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
   await client.listTools(); // caches each tool's outputSchema validator
   return client;
-}
-
-const textOf = (result) => result.content[0].text;
-
-function alive(pid) {
-  try {
-    const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[0];
-    return state !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-function rgRunning() {
-  const sidecar = `${EXE}-rg`;
-  return fs.readdirSync('/proc').filter((pid) => {
-    if (!/^\d+$/.test(pid)) return false;
-    try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === sidecar;
-    } catch {
-      return false;
-    }
-  }).length;
-}
-
-async function until(predicate, ms, what) {
-  const deadline = Date.now() + ms;
-  while (!predicate()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 test('auto mode settles on 2026-07-28: a probe copy, gone at once, and the session copy', { skip }, async () => {

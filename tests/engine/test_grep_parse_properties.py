@@ -32,7 +32,7 @@ from dsh_search.engine.spill import SpillRef
 from tests.support import grep_reference
 from tests.support.examples import examples
 
-EXAMPLES = examples(150, "DSH_GREP_PARSE_EXAMPLES")  # a few seconds; run 5000 after a change
+EXAMPLES = examples(80, "DSH_GREP_PARSE_EXAMPLES")  # ~10 s (--json is the fallback now); run 5000 after a change
 CWD = "/w"
 CAP = 2000  # grepMaxLineBytes' default
 

@@ -155,7 +155,7 @@ def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clea
             for j in range(20):
                 (root / "d3" / "e3" / f"late{i}_{j}.c").write_text(f"// LATE_{i}_{j}\n")
             d.request("grep", {"pattern": f"LATE_{i}_1"})
-        time.sleep(rnd.uniform(0.0, 2.0))
+        time.sleep(rnd.uniform(0.0, 1.2))  # the start, the build, answering, catching up
         kill_daemon(d)
     survivor = start("--workdir", str(root), *index_args(index_dir))
     ready(survivor, timeout=120)

@@ -18,7 +18,7 @@ import pytest
 
 from tests.index.test_index_e2e import FRAMINGS, normalised, ready, same, tree
 from tests.support.daemon import Daemon, MakeDaemon
-from tests.support.processes import wait_until
+from tests.support.processes import alive, wait_until
 from tests.support.trees import SLOW_PATTERN, files_named, write, write_slow_corpus
 
 pytestmark = pytest.mark.e2e
@@ -293,7 +293,7 @@ def test_a_host_killed_while_its_daemon_builds_leaves_nothing(exe: Path, big: Pa
     host.kill()  # SIGKILL: the host's ends of the pipes close, nothing else tells the daemon
     host.wait()
     started = time.monotonic()
-    assert wait_until(lambda: not any(_alive(int(p)) for p in [launcher, *children]), EXIT_WITHIN_S + 5)
+    assert wait_until(lambda: not any(alive(int(p)) for p in [launcher, *children]), EXIT_WITHIN_S + 5)
     assert time.monotonic() - started <= EXIT_WITHIN_S + 1
     assert not list(temp.glob("_MEI*"))  # the launcher removed its extraction directory
     # The next daemon cleans or reuses what is left: once it reads files into a set, that set is the only one.
@@ -304,11 +304,3 @@ def test_a_host_killed_while_its_daemon_builds_leaves_nothing(exe: Path, big: Pa
         assert len([p for p in workspace.iterdir() if p.name.startswith("set-")]) == 1
     finally:
         d.stop()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False

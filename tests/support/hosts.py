@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.locations import ROOT
-from tests.support.processes import descendants, processes_named
+from tests.support.processes import alive, descendants, processes_named
 
 # Lines every host prints for the shared part of the session (see examples/*/README.md).
 COMMON_LINES = [
@@ -91,15 +91,6 @@ def run_host(
     return lines
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"  # a zombie has exited; it waits for init to reap it
-
-
 def _cmdline(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -159,7 +150,7 @@ def kill_host_mid_search(argv: Sequence[str], cwd: Path, tmpdir: Path, exe: Path
 
         # The daemon must notice and leave within graceMs (3 s) + 1 s; allow some slack for CI.
         deadline = time.monotonic() + 10
-        while (left := [pid for pid in tree if _alive(pid)]) and time.monotonic() < deadline:
+        while (left := [pid for pid in tree if alive(pid)]) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not left, f"still running after the host was killed: {[(p, _cmdline(p)) for p in left]}"
         leaked_rg = set(processes_named(sidecar)) - rg_before

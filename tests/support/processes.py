@@ -51,6 +51,16 @@ def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
     return pids
 
 
+def alive(pid: int) -> bool:
+    """Whether the process runs: a zombie has exited (it waits to be reaped), a missing one too."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != b"Z"
+
+
 def searches_running(exe: object, daemon_pid: int) -> list[int]:
     """The daemon's ripgrep processes that are searches: its index's listings (`rg --files`, which the
     suite's index-on pass starts beside them) are left out."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.support.processes import descendants, processes_named, wait_until
+from tests.support.processes import alive, descendants, processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -122,15 +122,7 @@ def test_signal_during_a_running_search(daemons: list[Daemon], exe: Path, slow_c
     assert time.monotonic() - started <= GRACE_MS / 1000 + 1
     answer = d.wait_for(rid, timeout=2)
     assert answer["error"]["code"] == 1004 and answer["error"]["data"]["code"] == "SEARCH_ABORTED"
-    assert wait_until(lambda: not [p for p in children if os.path.exists(f"/proc/{p}") and _alive(p)], 2)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
+    assert wait_until(lambda: not [p for p in children if os.path.exists(f"/proc/{p}") and alive(p)], 2)
 
 
 def test_exit_notification(daemons: list[Daemon], exe: Path) -> None:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from dsh_search.index.globlist import entry_key
 from dsh_search.index.rules import RULE_FILES, git_dir_excludes
-from dsh_search.index.watch import UNREADABLE, Unwatchable, Watcher, WatchLimit
+from dsh_search.index.watch import Unwatchable, Watcher, WatchLimit, reason
 
 VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))  # never listed by glob
 RULE_NAMES = frozenset(os.fsencode(name) for name in RULE_FILES)  # ignore files grep's walk reads
@@ -46,11 +46,7 @@ class Walked(NamedTuple):
 
 
 def _doubt(exc: OSError) -> str:
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return UNREADABLE
-    if exc.errno == errno.ENAMETOOLONG:
-        return "its name is longer than the kernel takes (PATH_MAX)"
-    return f"could not be listed ({os.strerror(exc.errno or 0) or exc})"
+    return reason(exc, "could not be listed")
 
 
 def watch_vcs(root: bytes, watcher: Watcher, git: bytes, rules: set[str]) -> None:

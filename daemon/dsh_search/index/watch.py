@@ -76,12 +76,13 @@ class Unwatchable(Exception):
 UNREADABLE = "unreadable (permission denied)"
 
 
-def _reason(exc: OSError) -> str:
+def reason(exc: OSError, failed: str) -> str:
+    """Why a directory is in doubt, from the error of watching or listing it (`failed`: what failed)."""
     if exc.errno in (errno.EACCES, errno.EPERM):
         return UNREADABLE
     if exc.errno == errno.ENAMETOOLONG:
         return "its name is longer than the kernel takes (PATH_MAX)"
-    return f"cannot be watched ({os.strerror(exc.errno or 0) or exc})"
+    return f"{failed} ({os.strerror(exc.errno or 0) or exc})"
 
 
 class Watcher:
@@ -133,7 +134,7 @@ class Watcher:
                 raise WatchLimit(f"inotify watch limit reached at {len(self)} directories") from None
             if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
                 return False
-            raise Unwatchable(_reason(exc)) from None
+            raise Unwatchable(reason(exc, "cannot be watched")) from None
         old = self._wd.get(directory)
         if old is not None and old != wd:
             self._drop_name(directory)  # this name leads to another directory now

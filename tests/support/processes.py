@@ -31,9 +31,10 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
+def processes_named(fragment: str, *, under: int | None = None, without: str | None = None) -> list[int]:
     """Live (non-zombie) pids whose command line contains fragment; with `under`, only descendants of
-    that pid (a check about one daemon's children is then immune to other tests' leftovers)."""
+    that pid (a check about one daemon's children is then immune to other tests' leftovers); with
+    `without`, not those whose command line (arguments joined by spaces, one after the last) holds it."""
     pids = []
     among = None if under is None else {str(pid) for pid in descendants(under)}
     for entry in os.listdir("/proc"):
@@ -46,7 +47,7 @@ def processes_named(fragment: str, *, under: int | None = None) -> list[int]:
                 state = f.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if fragment in cmd and state != b"Z":
+        if fragment in cmd and state != b"Z" and (without is None or without not in cmd):
             pids.append(int(entry))
     return pids
 
@@ -64,17 +65,7 @@ def alive(pid: int) -> bool:
 def searches_running(exe: object, daemon_pid: int) -> list[int]:
     """The daemon's ripgrep processes that are searches: its index's listings (`rg --files`, which the
     suite's index-on pass starts beside them) are left out."""
-    return [
-        pid for pid in processes_named(f"{exe}-rg", under=daemon_pid) if b"--files" not in _cmdline(pid).split(b"\0")
-    ]
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
+    return processes_named(f"{exe}-rg", under=daemon_pid, without=" --files ")
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:

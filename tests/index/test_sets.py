@@ -8,14 +8,14 @@ import os
 import time
 from pathlib import Path
 
-from dsh_search.index.files import Signature, Text
+from dsh_search.index.files import Content, Signature
 from dsh_search.index.sets import TRUST, ShardSet, evict, in_use, touch_used
 
 
 def _fill(shard_set: ShardSet) -> None:
     for i, shard in enumerate(shard_set.shards):
         with shard.batch() as batch:
-            batch.put(f"f{i}".encode(), Signature(1, 2, 3, 4), Text([b"needle in a file"]))
+            batch.put(f"f{i}".encode(), Signature(1, 2, 3, 4), Content([b"needle in a file"]))
 
 
 def test_a_set_left_as_its_writer_left_it_is_reused(tmp_path: Path) -> None:

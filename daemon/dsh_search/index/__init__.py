@@ -14,9 +14,9 @@ contracts in pyproject.toml check it):
 | `query/` | what a pattern requires of a file's text, as trigrams to look up (pure) | any IO, any index |
 | `files.py` | a file's version (`Signature`), its kind, its text as ripgrep reads it (pure) | opening files |
 | `status.py` | the states table and `Status` (pure) | the wire's key names |
-| `grams.py` | byte-trigram postings: built, decoded, combined, merged — in C (`grams.c`, through ctypes) or, without it, in Python (pure) | files, IO |
+| `grams.py` | byte-trigram postings built, decoded, merged: `grams.c` through ctypes (pure) | files, IO |
 | `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
-| `shards.py` | the content index on disk: SQLite for the files, segment files of postings — **the only user of SQLite** and of the segments | workspace logic |
+| `shards.py` | the content index on disk: SQLite and segments — **the only user of SQLite** | workspace logic |
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
 | `mounts.py` | the mount table and its changes | what a change means |
 | `rules.py` | the rule files no watch covers, checked by stat | which files grep reads |

@@ -81,8 +81,8 @@ typedef struct {
     uint32_t mask;
     entry *entries;
     size_t nentries, capentries;
-    uint8_t **chunks;
-    size_t nchunks, capchunks, chunk_used;
+    uint8_t **chunks; /* the arena: nchunks in use, nalloc allocated (kept across dg_reset) */
+    size_t nchunks, nalloc, capchunks, chunk_used;
     uint64_t pairs;
     /* handing the postings back, in trigram order */
     uint32_t *order;
@@ -98,7 +98,7 @@ EXPORT void dg_builder_free(builder *b) {
     free(b->fresh);
     free(b->table);
     free(b->entries);
-    for (size_t i = 0; i < b->nchunks; i++) free(b->chunks[i]);
+    for (size_t i = 0; i < b->nalloc; i++) free(b->chunks[i]);
     free(b->chunks);
     free(b->order);
     free(b);
@@ -128,16 +128,19 @@ static uint8_t *block_at(builder *b, uint32_t ref) {
 static uint32_t new_block(builder *b, size_t size) {
     if (b->nchunks == 0 || b->chunk_used + size > CHUNK_SIZE) {
         if (b->nchunks >= ((size_t)1 << (32 - CHUNK_SHIFT))) return 0;
-        if (b->nchunks == b->capchunks) {
-            size_t cap = b->capchunks ? b->capchunks * 2 : 16;
-            uint8_t **chunks = realloc(b->chunks, cap * sizeof *chunks);
-            if (!chunks) return 0;
-            b->chunks = chunks;
-            b->capchunks = cap;
+        if (b->nchunks == b->nalloc) {
+            if (b->nalloc == b->capchunks) {
+                size_t cap = b->capchunks ? b->capchunks * 2 : 16;
+                uint8_t **chunks = realloc(b->chunks, cap * sizeof *chunks);
+                if (!chunks) return 0;
+                b->chunks = chunks;
+                b->capchunks = cap;
+            }
+            uint8_t *chunk = malloc(CHUNK_SIZE);
+            if (!chunk) return 0;
+            b->chunks[b->nalloc++] = chunk;
         }
-        uint8_t *chunk = malloc(CHUNK_SIZE);
-        if (!chunk) return 0;
-        b->chunks[b->nchunks++] = chunk;
+        b->nchunks++;
         b->chunk_used = b->nchunks == 1 ? 16 : 0;
     }
     uint32_t ref = (uint32_t)(((b->nchunks - 1) << CHUNK_SHIFT) | b->chunk_used);
@@ -313,10 +316,10 @@ EXPORT void dg_abandon(builder *b) {
     b->open = 0;
 }
 
-/* Memory the postings hold now, in bytes (the caller hands them back past its budget). */
+/* Memory the builder holds for its postings now, in bytes (the caller hands them back past its budget). */
 EXPORT uint64_t dg_memory(const builder *b) {
     return (uint64_t)b->nchunks * CHUNK_SIZE + (uint64_t)b->capentries * sizeof(entry) +
-           ((uint64_t)b->mask + 1) * 8 + (uint64_t)b->capfresh * 4;
+           ((uint64_t)b->mask + 1) * sizeof(uint64_t) + (uint64_t)b->capfresh * 4 + ((uint64_t)1 << 21);
 }
 
 EXPORT uint64_t dg_pairs(const builder *b) { return b->pairs; }
@@ -402,26 +405,33 @@ EXPORT int64_t dg_read(builder *b, uint8_t *out, size_t cap) {
     return (int64_t)written;
 }
 
-/* Forget every posting (after they were read): the builder starts a new segment. */
+/* Forget every posting (after they were read): the builder starts a new segment, in the memory it has
+   (a build writes one segment after another: no page is given back and asked for again). */
 EXPORT void dg_reset(builder *b) {
-    for (size_t i = 0; i < b->nchunks; i++) free(b->chunks[i]);
-    free(b->chunks);
-    b->chunks = NULL;
-    b->nchunks = b->capchunks = b->chunk_used = 0;
-    free(b->entries);
-    b->entries = NULL;
-    b->nentries = b->capentries = 0;
+    b->nchunks = b->chunk_used = 0;
+    b->nentries = 0;
     free(b->order);
     b->order = NULL;
     b->norder = b->next = 0;
     b->pairs = 0;
+    memset(b->table, 0, ((size_t)b->mask + 1) * sizeof(uint64_t));
+}
+
+/* Forget every posting and give back the memory they held (at the end of a batch). */
+EXPORT void dg_release(builder *b) {
+    dg_reset(b);
+    for (size_t i = 0; i < b->nalloc; i++) free(b->chunks[i]);
+    free(b->chunks);
+    b->chunks = NULL;
+    b->nalloc = b->capchunks = 0;
+    free(b->entries);
+    b->entries = NULL;
+    b->capentries = 0;
     uint64_t *table = calloc((size_t)1 << 16, sizeof(uint64_t));
     if (table) {
         free(b->table);
         b->table = table;
         b->mask = (1u << 16) - 1;
-    } else {
-        memset(b->table, 0, ((size_t)b->mask + 1) * sizeof(uint64_t));
     }
     if (b->capfresh > 4096) {
         uint32_t *fresh = realloc(b->fresh, 4096 * sizeof(uint32_t));

@@ -63,6 +63,7 @@ def _load() -> ctypes.CDLL | None:
         "dg_directory": (ctypes.c_int, [vp, vp, vp, vp]),
         "dg_read": (ctypes.c_int64, [vp, vp, sz]),
         "dg_reset": (None, [vp]),
+        "dg_release": (None, [vp]),
         "dg_decode": (ctypes.c_int, [u8p, sz, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, vp]),
         "dg_and": (sz, [vp, sz, vp, sz, vp]),
         "dg_or": (sz, [vp, sz, vp, sz, vp]),
@@ -313,10 +314,16 @@ class Builder:
             yield from self._pending
 
     def reset(self) -> None:
-        """Forget every posting: the next documents make a new segment."""
+        """Forget every posting: the next documents make a new segment (in the memory held so far)."""
         if self._native is not None and _lib is not None:
             _lib.dg_reset(self._native)
         self._py, self._py_pairs, self._pending = {}, 0, None
+
+    def release(self) -> None:
+        """Forget every posting and give back the memory that held them."""
+        self.reset()
+        if self._native is not None and _lib is not None:
+            _lib.dg_release(self._native)
 
 
 # --- merging ----------------------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ import zlib
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 from dsh_search.index import grams
 from dsh_search.index.files import OPAQUE, Content, Signature
@@ -73,7 +74,7 @@ SEGMENT_VERSION = 1
 _HEADER = struct.Struct("<8sIIQQIIQQ")  # magic, version, 0, trigrams, documents, lo, hi, postings, paths
 HEADER_BYTES = 64
 MEMORY_BUDGET = 24 << 20  # postings a writer holds in memory before it writes them as a segment
-MERGE_PART_BYTES = 8 << 20  # postings of the merged segments read at once (per part of the trigram space)
+MERGE_PARTS = 1024  # a merge reads the postings of 1/1024 of the trigram space at a time
 _READ_BYTES = 1 << 20
 
 # The files of a shard as this daemon left them: (st_dev, st_ino, size, mtime_ns) of the database and of its
@@ -118,60 +119,102 @@ def _from_bytes(code: str, data: memoryview) -> array[int]:
 
 
 class Segment:
-    """One segment file, opened, checked against its record and read into memory but for its postings,
-    which are read list by list."""
+    """One segment file. Its tables (directory, documents, paths) are held in memory for lookups: read and
+    checked against its record (size, CRC) when opened, or taken from what this daemon just wrote; a
+    build's segments, which are merged before anything looks them up, are opened without them
+    (`load=False`) and read them only if a lookup comes first. Postings are read list by list."""
 
-    def __init__(self, path: str, seg: int, lo: int, hi: int, ndocs: int, size: int, crc: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        seg: int,
+        lo: int,
+        hi: int,
+        ndocs: int,
+        size: int,
+        crc: int,
+        written: Written | None = None,
+        *,
+        load: bool = True,
+    ) -> None:
         self.path = path
         self.seg = seg
         self.size = size
+        self.crc = crc
+        self.lo, self.hi, self.ndocs = lo, hi, ndocs
+        self.loaded = False
+        self._load_lock = threading.Lock()
         self._read_lock = threading.Lock()  # lseek + read where there is no pread
         self.fd = os.open(path, _OPEN_FLAGS)
         try:
-            self._load(lo, hi, ndocs, size, crc)
+            st = os.fstat(self.fd)
+            self.state: FileState = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            if st.st_size != size or size < HEADER_BYTES:
+                raise Corrupt(f"{path}: {st.st_size} bytes, recorded {size}")
+            try:
+                self._header()
+            except struct.error as exc:
+                raise Corrupt(f"{path}: {exc}") from None
+            if written is not None:
+                self._take(written)
+            elif load:
+                self.load()
         except BaseException:
             os.close(self.fd)
             raise
 
-    def _load(self, lo: int, hi: int, ndocs: int, size: int, crc: int) -> None:
-        try:
-            self._read(lo, hi, ndocs, size, crc)
-        except (struct.error, ValueError, OverflowError, IndexError) as exc:
-            raise Corrupt(f"{self.path}: {exc}") from None
-
-    def _read(self, lo: int, hi: int, ndocs: int, size: int, crc: int) -> None:
-        st = os.fstat(self.fd)
-        self.state: FileState = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if st.st_size != size or size < HEADER_BYTES:
-            raise Corrupt(f"{self.path}: {st.st_size} bytes, recorded {size}")
-        header = os.read(self.fd, HEADER_BYTES)
+    def _header(self) -> None:
+        header = self._pread(HEADER_BYTES, 0)
         magic, version, _, ngrams, count, first, last, postings, path_bytes = _HEADER.unpack_from(header)
-        tables = 16 * ngrams + 13 * count
         if (
             magic != SEGMENT_MAGIC
             or version != SEGMENT_VERSION
-            or (first, last, count) != (lo, hi, ndocs)
-            or HEADER_BYTES + postings + tables + path_bytes != size
+            or (first, last, count) != (self.lo, self.hi, self.ndocs)
+            or HEADER_BYTES + postings + 16 * ngrams + 13 * count + path_bytes != self.size
         ):
             raise Corrupt(f"{self.path}: not the segment recorded")
+        self.ngrams = ngrams
+        self.tables_at = HEADER_BYTES + postings  # where the directory starts
+
+    def _take(self, written: Written) -> None:
+        d = written.directory
+        self.grams, self.counts = d.grams, d.counts
+        self.offsets = array("Q", itertools.accumulate(d.lens, initial=HEADER_BYTES))
+        self.docs, self.kinds, self.ends, self.paths = written.docs, written.kinds, written.ends, written.paths
+        self.loaded = True
+
+    def load(self) -> None:
+        """The tables in memory, read and checked (once)."""
+        if self.loaded:
+            return
+        with self._load_lock:
+            if self.loaded:
+                return
+            try:
+                self._read()
+            except (struct.error, ValueError, OverflowError, IndexError) as exc:
+                raise Corrupt(f"{self.path}: {exc}") from None
+            self.loaded = True
+
+    def _read(self) -> None:
         # The CRC of everything after the header, read once; the tables after the postings are kept.
+        size, ngrams, count = self.size, self.ngrams, self.ndocs
         check = 0
         at = HEADER_BYTES
         kept = bytearray()
-        table_at = HEADER_BYTES + postings
         while at < size:
-            chunk = os.read(self.fd, min(_READ_BYTES, size - at))
+            chunk = self._pread(min(_READ_BYTES, size - at), at)
             if not chunk:
                 raise Corrupt(f"{self.path}: shorter than recorded")
             check = zlib.crc32(chunk, check)
-            if at + len(chunk) > table_at:
-                kept += chunk[max(0, table_at - at) :]
+            if at + len(chunk) > self.tables_at:
+                kept += chunk[max(0, self.tables_at - at) :]
             at += len(chunk)
-        if check != crc:
+        if check != self.crc:
             raise Corrupt(f"{self.path}: its bytes are not the ones written (CRC)")
         view = memoryview(bytes(kept))
-        cut = itertools.accumulate((4 * ngrams, 4 * ngrams, 8 * ngrams, 4 * count, count, 8 * count), initial=0)
-        bounds = list(cut)
+        widths = (4 * ngrams, 4 * ngrams, 8 * ngrams, 4 * count, count, 8 * count)
+        bounds = list(itertools.accumulate(widths, initial=0))
         parts = [view[a:b] for a, b in itertools.pairwise(bounds)]
         self.grams = _from_bytes("I", parts[0])
         self.counts = _from_bytes("I", parts[1])
@@ -181,9 +224,36 @@ class Segment:
         self.ends = _from_bytes("Q", parts[5])
         self.paths = bytes(view[bounds[-1] :])
         self.offsets = array("Q", itertools.accumulate(lens, initial=HEADER_BYTES))
-        self.lo, self.hi, self.ndocs = lo, hi, count
-        if self.offsets[-1] != HEADER_BYTES + postings or (count and (self.docs[0] != lo or self.docs[-1] != hi)):
+        if self.offsets[-1] != self.tables_at or (count and (self.docs[0] != self.lo or self.docs[-1] != self.hi)):
             raise Corrupt(f"{self.path}: its tables do not add up")
+
+    # Reading the tables straight from the file, for a merge (a build's segments are not loaded).
+
+    def directory_grams(self) -> array[int]:
+        if self.loaded:
+            return self.grams
+        return _from_bytes("I", memoryview(self.range(self.tables_at, self.tables_at + 4 * self.ngrams)))
+
+    def directory_slice(self, a: int, b: int) -> tuple[array[int], array[int]]:
+        """Counts and list lengths of the directory's trigrams [a, b)."""
+        if self.loaded:
+            return self.counts[a:b], _lens(self.offsets, a, b)
+        n = self.ngrams
+        counts = _from_bytes("I", memoryview(self.range(self.tables_at + 4 * (n + a), self.tables_at + 4 * (n + b))))
+        lens = _from_bytes("Q", memoryview(self.range(self.tables_at + 8 * (n + a), self.tables_at + 8 * (n + b))))
+        return counts, lens
+
+    def documents_table(self) -> tuple[array[int], bytes, array[int], bytes]:
+        """(documents, kinds, path ends, paths)."""
+        if self.loaded:
+            return self.docs, self.kinds, self.ends, self.paths
+        at = self.tables_at + 16 * self.ngrams
+        count = self.ndocs
+        docs = _from_bytes("I", memoryview(self.range(at, at + 4 * count)))
+        kinds = self.range(at + 4 * count, at + 5 * count)
+        ends = _from_bytes("Q", memoryview(self.range(at + 5 * count, at + 13 * count)))
+        paths = self.range(at + 13 * count, self.size)
+        return docs, kinds, ends, paths
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -230,6 +300,18 @@ class Segment:
         return file_state(self.path) == self.state
 
 
+class Written(NamedTuple):
+    """A segment as its writer wrote it: what `Segment` would read back from it."""
+
+    size: int
+    crc: int
+    directory: grams.Directory
+    docs: array[int]
+    kinds: bytes
+    ends: array[int]
+    paths: bytes
+
+
 def write_segment(
     path: str,
     directory: grams.Directory,
@@ -237,10 +319,9 @@ def write_segment(
     docs: array[int],
     kinds: bytes,
     paths: list[bytes],
-) -> tuple[int, int]:
-    """Write a segment under a temporary name and rename it to `path`; returns its size and CRC. The
-    directory may be filled while the postings are made (a merge): it is written after them, and the
-    header, which counts both, last."""
+) -> Written:
+    """Write a segment under a temporary name and rename it to `path`. The directory may be filled while
+    the postings are made (a merge): it is written after them, and the header, which counts both, last."""
     ends = array("Q", itertools.accumulate(len(p) for p in paths))
     blob = b"".join(paths)
     lo, hi = (docs[0], docs[-1]) if docs else (0, 0)
@@ -274,7 +355,7 @@ def write_segment(
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    return size, check
+    return Written(size, check, directory, docs, kinds, ends, blob)
 
 
 class Shard:
@@ -414,6 +495,8 @@ class Shard:
         windows = grams.windows(gram)
         with self.read_lock:
             segments = self._segments
+            for segment in segments:
+                segment.load()
             counts = [sum(s.frequency(w) for s in segments) for w in windows]
         return min(counts) if counts else sum(s.ndocs for s in segments)
 
@@ -468,6 +551,7 @@ class Shard:
         with self.read_lock:
             segments, dead = self._segments, self._dead
             for segment in segments:
+                segment.load()
                 docs = _satisfying(segment, need)
                 chosen = segment.docs if docs is None else docs
                 places = grams.positions(chosen, segment.docs)
@@ -534,24 +618,34 @@ class Shard:
 
     def merge(self, segments: list[Segment]) -> None:
         """Merge consecutive segments into one (writer thread, outside a transaction), dropping dead
-        documents; the old files are removed once searches read the new one."""
+        documents; the old files are removed once searches read the new one. Memory: each input's
+        trigrams (4 bytes each) and one part of the trigram space's postings at a time."""
         if len(segments) < 2:
             return
-        dead_all = self._dead
         lo, hi = segments[0].lo, segments[-1].hi
-        dead = array("I", sorted(d for d in dead_all if lo <= d <= hi))
+        dead = array("I", sorted(d for d in self._dead if lo <= d <= hi))
         gone = set(dead)
         seg = self._next_seg()
         path = self._segment_path(seg)
         directory = grams.Directory(array("I"), array("I"), array("Q"))
+        keys = [s.directory_grams() for s in segments]
+        cursors = [HEADER_BYTES] * len(segments)  # where each input's next list starts
 
         def postings() -> Iterator[bytes]:
-            for start, end in _parts(segments):
+            for part in range(MERGE_PARTS):
+                start, end = (part << 24) // MERGE_PARTS, ((part + 1) << 24) // MERGE_PARTS
                 parts = []
-                for s in segments:
-                    a, b = bisect.bisect_left(s.grams, start), bisect.bisect_left(s.grams, end)
-                    part = grams.Directory(s.grams[a:b], s.counts[a:b], _lens(s.offsets, a, b))
-                    parts.append(grams.Part(part, s.range(s.offsets[a], s.offsets[b]), s.lo, s.hi))
+                for k, s in enumerate(segments):
+                    a, b = bisect.bisect_left(keys[k], start), bisect.bisect_left(keys[k], end)
+                    if a == b:
+                        continue
+                    counts, lens = s.directory_slice(a, b)
+                    size = sum(lens)
+                    data = s.range(cursors[k], cursors[k] + size)
+                    cursors[k] += size
+                    parts.append(grams.Part(grams.Directory(keys[k][a:b], counts, lens), data, s.lo, s.hi))
+                if not parts:
+                    continue
                 try:
                     data, merged = grams.merge(parts, dead)
                 except grams.Invalid as exc:
@@ -565,14 +659,19 @@ class Shard:
         kinds = bytearray()
         paths: list[bytes] = []
         for s in segments:
-            for i, doc in enumerate(s.docs):
+            their_docs, their_kinds, ends, blob = s.documents_table()
+            start = 0
+            for i, doc in enumerate(their_docs):
+                end = ends[i]
                 if doc not in gone:
                     docs.append(doc)
-                    kinds.append(s.kinds[i])
-                    paths.append(s.path_of(i))
-        size, crc = write_segment(path, directory, postings(), docs, bytes(kinds), paths)
+                    kinds.append(their_kinds[i])
+                    paths.append(blob[start:end])
+                start = end
+        written = write_segment(path, directory, postings(), docs, bytes(kinds), paths)
+        size, crc = written.size, written.crc
         try:
-            opened = Segment(path, seg, docs[0] if docs else 0, docs[-1] if docs else 0, len(docs), size, crc)
+            opened = Segment(path, seg, docs[0] if docs else 0, docs[-1] if docs else 0, len(docs), size, crc, written)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -606,21 +705,6 @@ class Shard:
 
 def _lens(offsets: array[int], a: int, b: int) -> array[int]:
     return array("Q", [offsets[i + 1] - offsets[i] for i in range(a, b)])
-
-
-def _parts(segments: list[Segment]) -> Iterator[tuple[int, int]]:
-    """Ranges of the trigram space whose postings, over the segments, are about MERGE_PART_BYTES."""
-    bounds = [0]
-    steps = 256
-    size = sum(s.offsets[-1] - s.offsets[0] for s in segments)
-    wanted = max(1, size // MERGE_PART_BYTES)
-    for k in range(1, steps):
-        gram = k << 16
-        covered = sum(s.offsets[bisect.bisect_left(s.grams, gram)] - s.offsets[0] for s in segments)
-        if covered * wanted >= len(bounds) * size and gram > bounds[-1]:
-            bounds.append(gram)
-    bounds.append(1 << 24)
-    yield from itertools.pairwise(bounds)
 
 
 def _satisfying(segment: Segment, need: Need) -> array[int] | None:
@@ -688,10 +772,13 @@ class Batch:
         "_db",
         "_dead",
         "_docs",
+        "_empty",
         "_kinds",
         "_paths",
         "_pending",
+        "_rows",
         "_shard",
+        "_touched",
         "_written",
     )
 
@@ -707,6 +794,10 @@ class Batch:
         self._kinds = bytearray()
         self._paths: list[bytes] = []
         self._dead: set[int] = set()  # documents superseded in this transaction
+        # Rows to write, by path (the last write of a path wins), written at the commit in one go.
+        self._rows: dict[bytes, tuple[bytes, int, int, int, int, int, int | None]] = {}
+        self._empty = False  # no file had a row when the batch began: only its own writes can be old
+        self._touched: set[bytes] = set()  # every path this batch wrote (while `_empty`)
 
     def __enter__(self) -> Batch:
         self._shard.lock.acquire()
@@ -716,6 +807,7 @@ class Batch:
             self._shard._phase_to(WRITING)
             self._db.execute("BEGIN")
             self._docs = int(self._db.execute("SELECT value FROM meta WHERE key = 'docs'").fetchone()[0])
+            self._empty = self._db.execute("SELECT NOT EXISTS (SELECT 1 FROM files)").fetchone()[0] == 1
         except BaseException:
             self._shard.lock.release()
             raise
@@ -725,12 +817,14 @@ class Batch:
         try:
             if kind is None:
                 self._commit()
+                self._builder.release()  # before a merge, which needs memory of its own
                 self._merge()
             else:
                 self._db.execute("ROLLBACK")
         finally:
             try:
                 self._forget()
+                self._builder.release()
                 self._shard._phase_to(IDLE)
             finally:
                 self._shard.lock.release()
@@ -742,6 +836,7 @@ class Batch:
         self._kinds = bytearray()
         self._paths = []
         self._dead = set()
+        self._rows = {}
 
     def _commit(self) -> None:
         shard = self._shard
@@ -750,11 +845,14 @@ class Batch:
             seg = shard._next_seg()
             path = shard._segment_path(seg)
             directory = self._builder.directory()
-            size, crc = write_segment(
-                path, directory, self._builder.read(), self._written, bytes(self._kinds), self._paths
-            )
+            kinds = bytes(self._kinds)
+            written = write_segment(path, directory, self._builder.read(), self._written, kinds, self._paths)
+            size, crc = written.size, written.crc
+            # A build's segments are merged before anything looks them up: their tables are not kept.
+            kept = None if self._build else written
+            lo, hi, count = self._written[0], self._written[-1], len(self._written)
             try:
-                added.append(Segment(path, seg, self._written[0], self._written[-1], len(self._written), size, crc))
+                added.append(Segment(path, seg, lo, hi, count, size, crc, kept, load=False))
                 self._db.execute(
                     "INSERT INTO segments VALUES (?, ?, ?, ?, ?, ?)",
                     (seg, self._written[0], self._written[-1], len(self._written), size, crc),
@@ -765,6 +863,7 @@ class Batch:
                     os.unlink(path)
                 raise
         dead = self._dead
+        self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", self._rows.values())
         self._db.executemany("INSERT OR IGNORE INTO dead VALUES (?)", ((d,) for d in dead))
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'docs'", (self._docs,))
         shard._phase_to(COMMITTING)  # a commit may checkpoint: the database file changes too
@@ -789,9 +888,18 @@ class Batch:
             self._shard.merge(plan)
 
     def _old_doc(self, path: bytes) -> None:
-        row = self._db.execute("SELECT doc FROM files WHERE path = ?", (path,)).fetchone()
-        if row is not None and row[0] is not None:
-            self._dead.add(int(row[0]))
+        """The document the path's file had, if any, is superseded."""
+        if path in self._rows:
+            row = self._rows.pop(path)
+            if row[6] is not None:
+                self._dead.add(row[6])
+            return
+        if self._empty and path not in self._touched:
+            self._touched.add(path)
+            return
+        found = self._db.execute("SELECT doc FROM files WHERE path = ?", (path,)).fetchone()
+        if found is not None and found[0] is not None:
+            self._dead.add(int(found[0]))
 
     def put(self, path: bytes, sig: Signature, content: Content) -> int:
         """Index this version of this file (replacing any indexed before); returns its content's length."""
@@ -844,10 +952,7 @@ class Batch:
         self._db.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def _row(self, path: bytes, sig: Signature, kind: int, doc: int | None) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (path, kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino, doc),
-        )
+        self._rows[path] = (path, kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino, doc)
 
 
 class Indexed:

@@ -367,7 +367,7 @@ class Pair:
 
 
 async def scenario(data: st.DataObject, rg: str) -> None:
-    # Files are indexed in documents of CHUNK_BYTES: tiny documents put literals across their seams.
+    # Files are read in pieces of CHUNK_BYTES: tiny pieces put trigrams across the builder's seams.
     chunk_bytes = data.draw(st.sampled_from([reading.CHUNK_BYTES, 5, 16]))
     # And the content index may be rebuilt whenever any of its documents are old versions.
     rebuild_min = data.draw(st.sampled_from([builder.GARBAGE_REBUILD_MIN, 1]))

@@ -77,7 +77,7 @@ typedef struct {
     size_t nfresh, capfresh;
     uint32_t doc, gram;
     int open, have; /* a document is open; how many of its bytes `gram` holds (up to 3) */
-    uint64_t *table; /* open addressing: gram | (entry index + 1) << 32; 0 = empty */
+    uint32_t *table; /* open addressing: entry index + 1; 0 = empty */
     uint32_t mask;
     entry *entries;
     size_t nentries, capentries;
@@ -111,7 +111,7 @@ EXPORT builder *dg_builder_new(void) {
     b->capfresh = 4096;
     b->fresh = malloc(b->capfresh * sizeof(uint32_t));
     b->mask = (1u << 16) - 1;
-    b->table = calloc((size_t)b->mask + 1, sizeof(uint64_t));
+    b->table = calloc((size_t)b->mask + 1, sizeof(uint32_t));
     if (!b->seen || !b->fresh || !b->table) {
         dg_builder_free(b);
         return NULL;
@@ -153,12 +153,12 @@ static inline uint32_t hash(uint32_t g, uint32_t mask) { return (g * 2654435761u
 
 static int grow_table(builder *b) {
     uint32_t mask = b->mask * 2 + 1;
-    uint64_t *table = calloc((size_t)mask + 1, sizeof(uint64_t));
+    uint32_t *table = calloc((size_t)mask + 1, sizeof(uint32_t));
     if (!table) return 0;
     for (size_t i = 0; i < b->nentries; i++) {
         uint32_t h = hash(b->entries[i].gram, mask);
         while (table[h]) h = (h + 1) & mask;
-        table[h] = b->entries[i].gram | (uint64_t)(i + 1) << 32;
+        table[h] = (uint32_t)i + 1;
     }
     free(b->table);
     b->table = table;
@@ -170,9 +170,9 @@ static int grow_table(builder *b) {
 static int64_t find(builder *b, uint32_t g) {
     uint32_t h = hash(g, b->mask);
     for (;;) {
-        uint64_t at = b->table[h];
+        uint32_t at = b->table[h];
         if (!at) break;
-        if ((uint32_t)at == g) return (int64_t)(at >> 32) - 1;
+        if (b->entries[at - 1].gram == g) return (int64_t)at - 1;
         h = (h + 1) & b->mask;
     }
     if ((b->nentries + 1) * 2 > (size_t)b->mask + 1) {
@@ -180,7 +180,7 @@ static int64_t find(builder *b, uint32_t g) {
         return find(b, g);
     }
     if (b->nentries == b->capentries) {
-        size_t cap = b->capentries ? b->capentries * 2 : 4096;
+        size_t cap = b->capentries ? b->capentries + b->capentries / 2 : 4096;
         entry *entries = realloc(b->entries, cap * sizeof *entries);
         if (!entries) return -1;
         b->entries = entries;
@@ -195,7 +195,7 @@ static int64_t find(builder *b, uint32_t g) {
     e->head = e->tail = ref;
     e->used = 0;
     e->cap = FIRST_BLOCK;
-    b->table[h] = g | (uint64_t)b->nentries << 32;
+    b->table[h] = (uint32_t)b->nentries;
     return (int64_t)b->nentries - 1;
 }
 
@@ -319,7 +319,7 @@ EXPORT void dg_abandon(builder *b) {
 /* Memory the builder holds for its postings now, in bytes (the caller hands them back past its budget). */
 EXPORT uint64_t dg_memory(const builder *b) {
     return (uint64_t)b->nchunks * CHUNK_SIZE + (uint64_t)b->capentries * sizeof(entry) +
-           ((uint64_t)b->mask + 1) * sizeof(uint64_t) + (uint64_t)b->capfresh * 4 + ((uint64_t)1 << 21);
+           ((uint64_t)b->mask + 1) * sizeof(uint32_t) + (uint64_t)b->capfresh * 4 + ((uint64_t)1 << 21);
 }
 
 EXPORT uint64_t dg_pairs(const builder *b) { return b->pairs; }
@@ -414,7 +414,7 @@ EXPORT void dg_reset(builder *b) {
     b->order = NULL;
     b->norder = b->next = 0;
     b->pairs = 0;
-    memset(b->table, 0, ((size_t)b->mask + 1) * sizeof(uint64_t));
+    memset(b->table, 0, ((size_t)b->mask + 1) * sizeof(uint32_t));
 }
 
 /* Forget every posting and give back the memory they held (at the end of a batch). */
@@ -427,7 +427,7 @@ EXPORT void dg_release(builder *b) {
     free(b->entries);
     b->entries = NULL;
     b->capentries = 0;
-    uint64_t *table = calloc((size_t)1 << 16, sizeof(uint64_t));
+    uint32_t *table = calloc((size_t)1 << 16, sizeof(uint32_t));
     if (table) {
         free(b->table);
         b->table = table;
@@ -563,6 +563,16 @@ EXPORT int64_t dg_merge(int k, const uint8_t *const *buf, const uint64_t *buflen
         }
         if (total != buflen[i]) return -1;
     }
+    int clean[64]; /* no dead document in the input's range: its lists are copied, not re-encoded */
+    for (int i = 0; i < k; i++) {
+        size_t a = 0, b = ndead;
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+            if (dead[mid] < lo[i]) a = mid + 1;
+            else b = mid;
+        }
+        clean[i] = !(a < ndead && dead[a] <= hi[i]);
+    }
     uint64_t written = 0, num = 0;
     for (;;) {
         uint32_t g = UINT32_MAX;
@@ -578,14 +588,21 @@ EXPORT int64_t dg_merge(int k, const uint8_t *const *buf, const uint64_t *buflen
         for (int i = 0; i < k; i++) {
             if (at[i] >= ngrams[i] || grams[i][at[i]] != g) continue;
             const uint8_t *p = buf[i] + pos[i];
-            size_t len = lens[i][at[i]], q = 0;
-            uint32_t doc = 0;
-            for (uint32_t c = 0; c < counts[i][at[i]]; c++) {
+            size_t len = lens[i][at[i]], q = 0, first_end = 0;
+            uint32_t doc = 0, first = 0, n = counts[i][at[i]];
+            for (uint32_t c = 0; c < n; c++) {
                 uint32_t delta;
                 if (!get_varint(p, len, &q, &delta) || delta == 0 || delta > UINT32_MAX - doc) return -1;
                 doc += delta;
                 if (doc < lo[i] || doc > hi[i] || doc <= seen) return -1;
                 seen = doc;
+                if (clean[i]) {
+                    if (c == 0) {
+                        first = doc;
+                        first_end = q;
+                    }
+                    continue;
+                }
                 if (is_dead(dead, ndead, doc)) continue;
                 if (written + 5 > outcap) return -1;
                 written += put_varint(out + written, doc - prev);
@@ -593,6 +610,14 @@ EXPORT int64_t dg_merge(int k, const uint8_t *const *buf, const uint64_t *buflen
                 count++;
             }
             if (q != len) return -1;
+            if (clean[i] && n) { /* the list as it is, but for its first document's delta */
+                if (written + 5 + (len - first_end) > outcap) return -1;
+                written += put_varint(out + written, first - prev);
+                memcpy(out + written, p + first_end, len - first_end);
+                written += len - first_end;
+                prev = doc;
+                count += n;
+            }
             pos[i] += len;
             at[i]++;
         }

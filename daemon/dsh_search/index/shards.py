@@ -73,7 +73,7 @@ SEGMENT_MAGIC = b"DSHGRAMS"
 SEGMENT_VERSION = 1
 _HEADER = struct.Struct("<8sIIQQIIQQ")  # magic, version, 0, trigrams, documents, lo, hi, postings, paths
 HEADER_BYTES = 64
-MEMORY_BUDGET = 24 << 20  # postings a writer holds in memory before it writes them as a segment
+MEMORY_BUDGET = 32 << 20  # memory a writer holds for postings before it writes them as a segment
 MERGE_PARTS = 1024  # a merge reads the postings of 1/1024 of the trigram space at a time
 _READ_BYTES = 1 << 20
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_search.index import shards
 from dsh_search.index.files import BINARY, OPAQUE, TEXT, Content, Signature
 from dsh_search.index.query.analysis import required
 from dsh_search.index.query.plan import Need, plan
@@ -210,3 +211,25 @@ def test_an_unrecorded_segment_is_removed_when_the_shard_opens(tmp_path: Path) -
     stray.write_bytes(b"written, never recorded")
     Shard(path, writable=True).close()
     assert not stray.exists()
+
+
+def test_a_build_that_writes_many_segments_merges_them_as_it_goes(
+    shard: Shard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shards, "MEMORY_BUDGET", 1)  # a segment after every file
+    monkeypatch.setattr(shards, "MAX_BUILD_SEGMENTS", 4)
+    most = 0
+    with shard.batch(commit_bytes=1 << 30) as batch:
+        for i in range(30):
+            batch.put(b"f%02d" % i, SIG, Content([b"needle %d" % i]))
+            batch.checkpoint()
+            most = max(most, len(list(Path(shard.path).parent.glob("content-0.*.grams"))))
+    assert most <= 4
+    # What is left keeps the merges' rule: every segment at least twice the size of all newer ones.
+    sizes = [p.stat().st_size for p in sorted(Path(shard.path).parent.glob("content-0.*.grams"), key=_number)]
+    assert all(size >= 2 * sum(sizes[i + 1 :]) for i, size in enumerate(sizes[:-1])), sizes
+    assert len(shard.candidates(need("needle"), b"", None)[0]) == 30
+
+
+def _number(segment: Path) -> int:
+    return int(segment.name.split(".")[1])

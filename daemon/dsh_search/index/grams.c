@@ -316,10 +316,10 @@ EXPORT void dg_abandon(builder *b) {
     b->open = 0;
 }
 
-/* Memory the builder holds for its postings now, in bytes (the caller hands them back past its budget). */
+/* Memory the postings use now, in bytes: the arena's chunks in use and the entries and table slots of
+   the trigrams seen (what grows with the documents; the caller writes a segment past its budget). */
 EXPORT uint64_t dg_memory(const builder *b) {
-    return (uint64_t)b->nchunks * CHUNK_SIZE + (uint64_t)b->capentries * sizeof(entry) +
-           ((uint64_t)b->mask + 1) * sizeof(uint32_t) + (uint64_t)b->capfresh * 4 + ((uint64_t)1 << 21);
+    return (uint64_t)b->nchunks * CHUNK_SIZE + (uint64_t)b->nentries * (sizeof(entry) + 2 * sizeof(uint32_t));
 }
 
 EXPORT uint64_t dg_pairs(const builder *b) { return b->pairs; }

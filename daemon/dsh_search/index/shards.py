@@ -73,7 +73,10 @@ SEGMENT_MAGIC = b"DSHGRAMS"
 SEGMENT_VERSION = 1
 _HEADER = struct.Struct("<8sIIQQIIQQ")  # magic, version, 0, trigrams, documents, lo, hi, postings, paths
 HEADER_BYTES = 64
-MEMORY_BUDGET = 32 << 20  # memory a writer holds for postings before it writes them as a segment
+MEMORY_BUDGET = 16 << 20  # postings a writer holds in memory before it writes them as a segment
+FILES_PER_SEGMENT = 1 << 16  # and files (their paths are held until the segment is written)
+MAX_BUILD_SEGMENTS = 32  # a build merges its segments when it has this many (it merges them at its end anyway)
+ROWS_AT_ONCE = 4096  # files' rows a writer holds before it writes them into its transaction
 MERGE_PARTS = 1024  # a merge reads the postings of 1/1024 of the trigram space at a time
 _READ_BYTES = 1 << 20
 
@@ -243,8 +246,8 @@ class Segment:
         lens = _from_bytes("Q", memoryview(self.range(self.tables_at + 8 * (n + a), self.tables_at + 8 * (n + b))))
         return counts, lens
 
-    def documents_table(self) -> tuple[array[int], bytes, array[int], bytes]:
-        """(documents, kinds, path ends, paths)."""
+    def documents_table(self, *, paths: bool = True) -> tuple[array[int], bytes, array[int], bytes]:
+        """(documents, kinds, path ends, paths: empty unless asked for)."""
         if self.loaded:
             return self.docs, self.kinds, self.ends, self.paths
         at = self.tables_at + 16 * self.ngrams
@@ -252,8 +255,7 @@ class Segment:
         docs = _from_bytes("I", memoryview(self.range(at, at + 4 * count)))
         kinds = self.range(at + 4 * count, at + 5 * count)
         ends = _from_bytes("Q", memoryview(self.range(at + 5 * count, at + 13 * count)))
-        paths = self.range(at + 13 * count, self.size)
-        return docs, kinds, ends, paths
+        return docs, kinds, ends, self.range(at + 13 * count, self.size) if paths else b""
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -312,18 +314,29 @@ class Written(NamedTuple):
     paths: bytes
 
 
+class Paths(NamedTuple):
+    """A segment's paths: where each ends (cumulative lengths), and the paths end to end — one string, or
+    pieces written one after another (a merge's, which are not kept)."""
+
+    ends: array[int]
+    blob: bytes | Iterable[bytes]
+
+    @classmethod
+    def of(cls, paths: list[bytes]) -> Paths:
+        return cls(array("Q", itertools.accumulate(len(p) for p in paths)), b"".join(paths))
+
+
 def write_segment(
     path: str,
     directory: grams.Directory,
     postings: Iterable[bytes],
     docs: array[int],
     kinds: bytes,
-    paths: list[bytes],
+    paths: Paths,
 ) -> Written:
     """Write a segment under a temporary name and rename it to `path`. The directory may be filled while
     the postings are made (a merge): it is written after them, and the header, which counts both, last."""
-    ends = array("Q", itertools.accumulate(len(p) for p in paths))
-    blob = b"".join(paths)
+    ends, blob = paths
     lo, hi = (docs[0], docs[-1]) if docs else (0, 0)
     temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     check = 0
@@ -341,13 +354,20 @@ def write_segment(
                 data = _native(array(values.typecode, values)).tobytes()
                 f.write(data)
                 check = zlib.crc32(data, check)
-            for data in (kinds, _native(ends).tobytes(), blob):
+            for data in (kinds, _native(array("Q", ends)).tobytes()):
                 f.write(data)
                 check = zlib.crc32(data, check)
+            blob_bytes = 0
+            for data in [blob] if isinstance(blob, bytes) else blob:
+                f.write(data)
+                check = zlib.crc32(data, check)
+                blob_bytes += len(data)
+            if blob_bytes != (ends[-1] if ends else 0):
+                raise RuntimeError(f"paths of {blob_bytes} bytes, their ends say {ends[-1] if ends else 0}")
             size = f.tell()
             f.seek(0)
             header = _HEADER.pack(
-                SEGMENT_MAGIC, SEGMENT_VERSION, 0, len(directory.grams), len(docs), lo, hi, total, len(blob)
+                SEGMENT_MAGIC, SEGMENT_VERSION, 0, len(directory.grams), len(docs), lo, hi, total, blob_bytes
             )
             f.write(header)
         os.replace(temporary, path)
@@ -355,7 +375,7 @@ def write_segment(
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    return Written(size, check, directory, docs, kinds, ends, blob)
+    return Written(size, check, directory, docs, kinds, ends, blob if isinstance(blob, bytes) else b"")
 
 
 class Shard:
@@ -655,23 +675,45 @@ class Shard:
                 directory.lens.extend(merged.lens)
                 yield data
 
+        # The merged documents' table: their numbers, kinds and path ends in arrays, their paths streamed
+        # from each input in turn (no object per path: a segment of a 500,000-file tree has a quarter
+        # of a million).
         docs = array("I")
         kinds = bytearray()
-        paths: list[bytes] = []
+        ends = array("Q")
+        spans: list[list[tuple[int, int]]] = []
+        total = 0
         for s in segments:
-            their_docs, their_kinds, ends, blob = s.documents_table()
+            their_docs, their_kinds, their_ends, _blob = s.documents_table(paths=False)
+            kept: list[tuple[int, int]] = []
             start = 0
             for i, doc in enumerate(their_docs):
-                end = ends[i]
+                end = their_ends[i]
                 if doc not in gone:
                     docs.append(doc)
                     kinds.append(their_kinds[i])
-                    paths.append(blob[start:end])
+                    total += end - start
+                    ends.append(total)
+                    if kept and kept[-1][1] == start:
+                        kept[-1] = (kept[-1][0], end)
+                    else:
+                        kept.append((start, end))
                 start = end
-        written = write_segment(path, directory, postings(), docs, bytes(kinds), paths)
+            spans.append(kept)
+
+        def paths() -> Iterator[bytes]:
+            for s, kept in zip(segments, spans, strict=True):
+                _docs, _kinds, _ends, blob = s.documents_table()
+                for start, end in kept:
+                    yield blob[start:end]
+
+        written = write_segment(path, directory, postings(), docs, bytes(kinds), Paths(ends, paths()))
         size, crc = written.size, written.crc
         try:
-            opened = Segment(path, seg, docs[0] if docs else 0, docs[-1] if docs else 0, len(docs), size, crc, written)
+            # Its tables are read when a lookup first needs them (a merged segment can be most of the index).
+            opened = Segment(
+                path, seg, docs[0] if docs else 0, docs[-1] if docs else 0, len(docs), size, crc, load=False
+            )
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(path)
@@ -774,11 +816,11 @@ class Batch:
         "_docs",
         "_empty",
         "_kinds",
+        "_last",
         "_paths",
         "_pending",
         "_rows",
         "_shard",
-        "_touched",
         "_written",
     )
 
@@ -797,7 +839,7 @@ class Batch:
         # Rows to write, by path (the last write of a path wins), written at the commit in one go.
         self._rows: dict[bytes, tuple[bytes, int, int, int, int, int, int | None]] = {}
         self._empty = False  # no file had a row when the batch began: only its own writes can be old
-        self._touched: set[bytes] = set()  # every path this batch wrote (while `_empty`)
+        self._last = b""  # the greatest path this batch wrote (a build writes them in increasing order)
 
     def __enter__(self) -> Batch:
         self._shard.lock.acquire()
@@ -846,7 +888,8 @@ class Batch:
             path = shard._segment_path(seg)
             directory = self._builder.directory()
             kinds = bytes(self._kinds)
-            written = write_segment(path, directory, self._builder.read(), self._written, kinds, self._paths)
+            paths = Paths.of(self._paths)
+            written = write_segment(path, directory, self._builder.read(), self._written, kinds, paths)
             size, crc = written.size, written.crc
             # A build's segments are merged before anything looks them up: their tables are not kept.
             kept = None if self._build else written
@@ -863,7 +906,7 @@ class Batch:
                     os.unlink(path)
                 raise
         dead = self._dead
-        self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", self._rows.values())
+        self._write_rows()
         self._db.executemany("INSERT OR IGNORE INTO dead VALUES (?)", ((d,) for d in dead))
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'docs'", (self._docs,))
         shard._phase_to(COMMITTING)  # a commit may checkpoint: the database file changes too
@@ -894,9 +937,10 @@ class Batch:
             if row[6] is not None:
                 self._dead.add(row[6])
             return
-        if self._empty and path not in self._touched:
-            self._touched.add(path)
+        if self._empty and path > self._last:  # past every path written in this batch: never written
+            self._last = path
             return
+        self._last = max(self._last, path)
         found = self._db.execute("SELECT doc FROM files WHERE path = ?", (path,)).fetchone()
         if found is not None and found[0] is not None:
             self._dead.add(int(found[0]))
@@ -930,12 +974,20 @@ class Batch:
 
     def checkpoint(self) -> None:
         """Commit, and go on in a new transaction, if `commit_bytes` of content were put since the last
-        commit or the postings in memory reached MEMORY_BUDGET. The caller calls it between files, never
-        while a file's rows are half written."""
+        commit, the postings in memory reached MEMORY_BUDGET or the segment holds FILES_PER_SEGMENT files.
+        The caller calls it between files, never while a file's rows are half written."""
+        if len(self._rows) >= ROWS_AT_ONCE:
+            self._write_rows()
         if self._commit_bytes is None:
             return
-        if self._pending >= self._commit_bytes or self._builder.memory() >= MEMORY_BUDGET:
+        if (
+            self._pending >= self._commit_bytes
+            or self._builder.memory() >= MEMORY_BUDGET
+            or len(self._written) >= FILES_PER_SEGMENT
+        ):
             self._commit()
+            if len(self._shard._segments) >= MAX_BUILD_SEGMENTS:
+                self._merge()
             self._db.execute("BEGIN")
 
     def indexed(self) -> Indexed:
@@ -953,6 +1005,11 @@ class Batch:
 
     def _row(self, path: bytes, sig: Signature, kind: int, doc: int | None) -> None:
         self._rows[path] = (path, kind, sig.size, sig.mtime_ns, sig.ctime_ns, sig.ino, doc)
+
+    def _write_rows(self) -> None:
+        """The rows so far, into the transaction (a file's later write replaces its row there)."""
+        self._db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", self._rows.values())
+        self._rows = {}
 
 
 class Indexed:

@@ -861,7 +861,7 @@ class Batch:
                 self._commit()
                 self._builder.release()  # before a merge, which needs memory of its own
                 self._merge()
-            else:
+            elif self._db.in_transaction:  # (a merge between two transactions may have failed)
                 self._db.execute("ROLLBACK")
         finally:
             try:

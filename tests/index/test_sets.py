@@ -28,6 +28,18 @@ def test_a_set_left_as_its_writer_left_it_is_reused(tmp_path: Path) -> None:
     again.close()
 
 
+def test_a_trust_record_left_half_written_by_a_killed_daemon_is_removed(tmp_path: Path) -> None:
+    first = ShardSet.open(str(tmp_path), 2)
+    _fill(first)
+    first.close()
+    stray = Path(first.directory) / f".{TRUST}.12345.67890"  # the temporary name of sets._record
+    stray.write_bytes(b'{"version": 1, "fi')
+    again = ShardSet.open(str(tmp_path), 2)
+    assert again.directory == first.directory
+    assert not stray.exists()
+    again.close()
+
+
 def test_a_set_written_by_another_process_is_set_aside(tmp_path: Path) -> None:
     first = ShardSet.open(str(tmp_path), 2)
     _fill(first)

@@ -56,7 +56,7 @@ document = alphabets.flatmap(lambda a: st.lists(st.lists(st.sampled_from(list(a)
 )
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(documents=st.lists(document, max_size=12))
 def test_native_and_pure_postings_are_the_same(pure: object, documents: list[list[bytes]]) -> None:
     native = postings(grams, documents)
@@ -83,7 +83,7 @@ def test_both_and_either_are_set_operations(pure: object, a: set[int], b: set[in
     assert [x[i] for i in where] == sorted(a & b)
 
 
-@settings(max_examples=examples(50), deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(segments=st.lists(st.lists(document, min_size=1, max_size=6), min_size=1, max_size=4), data=st.data())
 def test_a_merge_is_the_postings_of_every_live_document(
     pure: object, segments: list[list[list[bytes]]], data: st.DataObject

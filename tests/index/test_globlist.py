@@ -29,7 +29,7 @@ def test_shortcuts_select_what_the_regex_selects(names: list[str], glob: str) ->
 
 
 def _in_order(snapshot: Snapshot) -> list[bytes]:
-    return [path for _mtime, path in snapshot.entries()]
+    return [path for _mtime, path, _inode in snapshot.entries()]
 
 
 def test_shapes() -> None:

@@ -64,9 +64,12 @@ def _racy(sig: Signature, now_ns: int) -> bool:
 
 
 def _digest(path: str) -> bytes | None:
-    """The content's digest, or None when it cannot be read."""
+    """The content's digest, or None when it is no regular file that can be read."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
             return hashlib.file_digest(f, "sha256").digest()
     except OSError:
         return None
@@ -78,11 +81,31 @@ class _Seen(NamedTuple):
 
 
 def _read(path: str, limit: int = 1 << 20) -> bytes:
+    """Up to `limit` bytes of a regular file (b"" for anything else: a FIFO or a device is never waited on)."""
+    fd = _open_regular(path)
+    if fd is None:
+        return b""
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(fd, "rb") as f:
             return f.read(limit)
     except OSError:
         return b""
+
+
+def _open_regular(path: str) -> int | None:
+    """A descriptor of `path` (links followed) when it is a regular file, else None. Opened without
+    blocking and checked by the descriptor, not the path: a rule file that is a FIFO holds nothing up."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def git_dir_excludes(git_file: str) -> list[str]:

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,25 @@ def _rewrite(path: Path, content: bytes) -> None:
         f.write(content)
 
 
+def _remove(directory: Path) -> None:
+    """A directory gone with everything in it, or the link that stood for one."""
+    if directory.is_symlink():
+        directory.unlink()
+    else:
+        shutil.rmtree(directory)
+
+
+def _some_file(root: Path, data: st.DataObject, recent: bool = False) -> Path | None:
+    """One of the tree's regular files (outside repositories), if it has any; with `recent`, often one
+    changed in this second (a rewrite may then fall in the same timestamp tick)."""
+    found = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
+    if recent and data.draw(st.booleans()):  # drawn whatever the clock says: the draws stay the same
+        second = time.time_ns() // 10**9
+        found = [p for p in found if p.stat().st_ctime_ns // 10**9 == second] or found
+    pick = data.draw(st.integers(0, 1 << 16))  # not sampled_from: how many there are depends on the clock
+    return found[pick % len(found)] if found else None
+
+
 def _rules(data: st.DataObject) -> bytes:
     return ("\n".join(data.draw(st.lists(st.sampled_from(RULES), max_size=3))) + "\n").encode()
 
@@ -179,7 +199,7 @@ def _mounted_under(root: Path) -> list[Path]:
 def _edit(root: Path, data: st.DataObject) -> str:
     extra = {
         "unprivileged": ("chmod-dir", "chmod-dir"),
-        "mounts": ("mount", "bind", "umount", "bind-file", "bind-file", "overlay", "lower-edit", "lower-edit"),
+        "mounts": ("mount", "bind", "umount", *("bind-file", "overlay", "lower-edit") * 3),
     }.get(MODE["now"], ())
     kind = data.draw(
         st.sampled_from(
@@ -188,8 +208,10 @@ def _edit(root: Path, data: st.DataObject) -> str:
                 *("rules", "link", "git", "touch", "mvdir", "chmod"),
                 *("hardlink", "ungit", "exclude", "rules-link", "retarget", "replace", "replace-dir", "exchange"),
                 *("root-move", "root-recreate", "parent-rules", "global-rules"),
-                *("hardlink-in", "hard-write", "hard-write", "rules-hardlink", "git-link", "repo-exclude"),
-                *("restart",),
+                # Other names, other views, time: each kind twice, as a write through the other name
+                # needs the name first.
+                *("hardlink", "hardlink-in", "hard-write", "rules-hardlink", "git-link", "repo-exclude") * 2,
+                *("restart",) * 4,
                 *extra,
             ]
         )
@@ -217,7 +239,7 @@ def _edit(root: Path, data: st.DataObject) -> str:
         (root / directory).mkdir(parents=True, exist_ok=True)
         (root / directory / name).write_bytes(b"SUSPEND in a new directory\n")
     elif kind == "rmdir" and directory and (root / directory).is_dir():
-        shutil.rmtree(root / directory)
+        _remove(root / directory)
     elif kind == "mvdir" and directory and (root / directory).is_dir():
         dest = root / data.draw(st.sampled_from(["moved", "src/moved", "lib"]))
         if not dest.exists() and not str(dest).startswith(str(root / directory)):
@@ -249,20 +271,24 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "git":
         (root / directory / ".git").mkdir(parents=True, exist_ok=True)
     elif kind == "ungit" and (root / directory / ".git").is_dir():
-        shutil.rmtree(root / directory / ".git")
+        _remove(root / directory / ".git")
     elif kind == "exclude":
         exclude = root / directory / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(data.draw(st.lists(st.sampled_from(RULES), max_size=3))) + "\n")
-    elif kind == "hardlink" and target.is_file():
-        # Another name for the same file: in the tree, or outside it (a write there raises no event here).
-        # A name given from outside to a file of the tree after the build raises no event at all, and is
-        # what the index cannot see (docs/behaviour.md): outside names are given before the build only.
+    elif kind == "hardlink" and (linked := _some_file(root, data)) is not None:
+        # Another name for the same file: in the tree, or outside it (a write there raises no event here),
+        # and maybe a write through it at once. A name given from outside to a file of the tree after the
+        # build raises no event at all, and is what the index cannot see (docs/behaviour.md): outside
+        # names are given before the build only.
         inside = root / data.draw(st.sampled_from(["", *DIRS])) / "hard.c"
         other = data.draw(st.sampled_from([inside, base / "outside.c"])) if not NOW["built"] else inside
         other.parent.mkdir(parents=True, exist_ok=True)
         if not other.exists():
-            os.link(target, other)
+            os.link(linked, other)
+            if data.draw(st.booleans()) and os.access(other, os.W_OK):
+                _rewrite(other, data.draw(contents()))
+            return f"{kind} {linked.relative_to(root)} {other}"
     elif kind == "hardlink":
         outside = base / "outside.c"  # a write through the other name
         if outside.is_file() and os.access(outside, os.W_OK):
@@ -277,6 +303,8 @@ def _edit(root: Path, data: st.DataObject) -> str:
         name_in.parent.mkdir(parents=True, exist_ok=True)
         if not name_in.exists() and not name_in.is_symlink():
             os.link(source, name_in)
+            if data.draw(st.booleans()):
+                _rewrite(source, data.draw(contents()))
     elif kind == "hard-write":
         # A write through one name of a file with others (hard links, a rule file's other names).
         names = [base / "outside.c", base / "outside-in.c", base / "shared-rules", base / "rules-out"]
@@ -292,16 +320,18 @@ def _edit(root: Path, data: st.DataObject) -> str:
         rule_file.parent.mkdir(parents=True, exist_ok=True)
         shared = base / "shared-rules"
         how = data.draw(st.sampled_from(["shared", "out", "copy"]))
+        through: Path | None = None
         if how == "shared" and not rule_file.exists() and not rule_file.is_symlink():
             if not shared.exists():
                 shared.write_bytes(_rules(data))
             os.link(shared, rule_file)
-        elif how == "out" and rule_file.is_file() and not rule_file.is_symlink() and not (base / "rules-out").exists():
-            os.link(rule_file, base / "rules-out")
-        elif how == "copy" and rule_file.is_file() and not rule_file.is_symlink():
-            copy = root / directory / "rules-copy.txt"
-            if not copy.exists():
-                os.link(rule_file, copy)
+            through = shared
+        elif rule_file.is_file() and not rule_file.is_symlink():
+            through = base / "rules-out" if how == "out" else root / directory / "rules-copy.txt"
+            if not through.exists():
+                os.link(rule_file, through)
+        if through is not None and data.draw(st.booleans()) and os.access(through, os.W_OK):
+            _rewrite(through, _rules(data))
     elif kind == "git-link":
         # `.git` as a symbolic link to a repository elsewhere (made, or pointed at another one).
         git = root / directory / ".git"
@@ -313,6 +343,8 @@ def _edit(root: Path, data: st.DataObject) -> str:
             staged.unlink(missing_ok=True)
             staged.symlink_to(repo)
             os.replace(staged, git)
+            if data.draw(st.booleans()):
+                (repo / "info" / "exclude").write_bytes(_rules(data))
     elif kind == "repo-exclude":
         repo = base / data.draw(st.sampled_from(["repo-a", "repo-b"]))
         if data.draw(st.integers(0, 4)) == 0:
@@ -324,12 +356,13 @@ def _edit(root: Path, data: st.DataObject) -> str:
         # The daemon goes away; a file is rewritten with the same size while none runs (within the same
         # timestamp tick as its last change, on a filesystem with coarse timestamps); the next one starts
         # on the index the first left.
-        files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
         pair = NOW["pair"]
-        if pair is not None and files:
-            victim = data.draw(st.sampled_from(files))
-            size = victim.stat().st_size
+        if pair is not None and (victim := _some_file(root, data, recent=True)) is not None:
+            before = victim.stat()
+            size = before.st_size
             pair.restart(lambda: _rewrite(victim, data.draw(contents()).ljust(size, b"y")[:size]))
+            after = victim.stat()
+            TALLY["within a tick"] += (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns)
             return f"{kind} {victim.relative_to(root)}"
     elif kind == "rules-link":
         rule_file = root / directory / data.draw(st.sampled_from([".gitignore", ".ignore"]))
@@ -397,14 +430,16 @@ def _edit(root: Path, data: st.DataObject) -> str:
         points = _mounted_under(root)
         if points:
             _mount_off(data.draw(st.sampled_from(points)))
-    elif kind == "bind-file" and target.is_file() and not target.is_symlink():
-        # A single file bound over one of the tree's: its writes raise events in its source's directory.
+    elif kind == "bind-file" and data.draw(st.booleans()) and (point := _some_file(root, data)) is not None:
+        # A single file bound over one of the tree's (its writes raise events in its source's directory),
+        # and maybe written at once, through either name.
         source = base / data.draw(st.sampled_from(["bind-src-0.c", "bind-src-1.c"]))
         if not source.exists():
             source.write_bytes(data.draw(contents()))
-        _mount("--bind", str(source), str(target))
-        if data.draw(st.booleans()):
-            _rewrite(data.draw(st.sampled_from([source, target])), data.draw(contents()))
+        _mount("--bind", str(source), str(point))
+        if data.draw(st.integers(0, 2)):
+            _rewrite(data.draw(st.sampled_from([source, point])), data.draw(contents()))
+        return f"{kind} {point.relative_to(root)}"
     elif kind == "bind-file":
         sources = [p for p in (base / "bind-src-0.c", base / "bind-src-1.c") if p.is_file()]
         points = [p for p in _mounted_under(root) if p.is_file()]
@@ -428,20 +463,26 @@ def _edit(root: Path, data: st.DataObject) -> str:
             f"lowerdir={lower},upperdir={layers / 'upper'},workdir={layers / 'work'}",
             str(point),
         )
+        if data.draw(st.booleans()):
+            _edit_lower(base / "lower", name, data)
     elif kind == "lower-edit":
-        lower = base / "lower"
-        lower.mkdir(exist_ok=True)
-        present = sorted(p for p in lower.rglob("*") if p.is_file())
-        if present and data.draw(st.booleans()):
-            victim = data.draw(st.sampled_from(present))
-            if data.draw(st.booleans()):
-                victim.unlink()
-            else:
-                _rewrite(victim, data.draw(contents()))
-        else:
-            (lower / data.draw(st.sampled_from(["", "sub"]))).mkdir(exist_ok=True)
-            (lower / data.draw(st.sampled_from(["", "sub"])) / name).write_bytes(data.draw(contents()))
+        _edit_lower(base / "lower", name, data)
     return f"{kind} {directory}/{name}"
+
+
+def _edit_lower(lower: Path, name: str, data: st.DataObject) -> None:
+    """An overlay's lower directory edited directly: a file added, rewritten or deleted."""
+    lower.mkdir(exist_ok=True)
+    present = sorted(p for p in lower.rglob("*") if p.is_file())
+    if present and data.draw(st.booleans()):
+        victim = data.draw(st.sampled_from(present))
+        if data.draw(st.booleans()):
+            victim.unlink()
+        else:
+            _rewrite(victim, data.draw(contents()))
+    else:
+        (lower / "sub").mkdir(exist_ok=True)
+        (lower / data.draw(st.sampled_from(["", "sub"])) / name).write_bytes(data.draw(contents()))
 
 
 def _mount_off(point: Path) -> None:
@@ -460,7 +501,7 @@ def _unmount_under(path: Path) -> None:
         _mount_off(Path(point))
 
 
-TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0}
+TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
 
 
 class Counting:

@@ -85,6 +85,12 @@ def test_a_name_given_after_the_build_makes_every_name_of_the_file_untrusted(tmp
         os.rename(tmp_path / "stage", root / "c")
         fresh.apply(fresh.watcher.drain())
         assert fresh.linked == {b"a/x.c", b"b/y.c", b"a/x2.c", b"c/z.c"}
+        # A name inside a repository (glob never lists it, but its directory is watched).
+        (root / ".git").mkdir()
+        fresh.watcher.watch(b".git")
+        os.link(root / "a/alone.c", root / ".git/alone-too")
+        fresh.apply(fresh.watcher.drain())
+        assert b"a/alone.c" in fresh.linked
         # Its other name gone, a file is trusted again once it is read into the index again.
         (root / "b/y.c").unlink()
         fresh.apply(fresh.watcher.drain())

@@ -222,7 +222,10 @@ class Freshness:
 
     def _vcs(self, path: bytes, parts: list[bytes], kind: str) -> None:
         """An event inside or about a VCS directory: glob never lists them, but a repository that appears or
-        vanishes, and its exclude file, change which files grep's walk reads."""
+        vanishes, and its exclude file, change which files grep's walk reads; and a file arriving there
+        may be another name of one of the workspace's."""
+        if kind == NEW:
+            self._other_name(os.path.join(self.root, path))
         first = next(i for i, part in enumerate(parts) if part in VCS_NAMES)
         if parts[first] != b".git":
             return
@@ -384,6 +387,15 @@ class Freshness:
             self.linked.discard(path)
             self.mark_changed(path)  # indexed while it had other names: index it again
             self.stated[path] = self.generation
+
+    def _other_name(self, absolute: bytes) -> None:
+        """A file that is no entry of glob's list arrived here: if it has other names, find them."""
+        try:
+            st = os.stat(absolute, follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            self._names_of.add(inode_key(st.st_dev, st.st_ino))
 
     def _find_names(self) -> None:
         """The other names in the workspace of the files just seen under a new one (a hard link made here,

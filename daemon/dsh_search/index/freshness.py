@@ -2,8 +2,8 @@
 
 The index answers from what it built; the tree moves on. `Freshness` is the bookkeeping between the two,
 kept on the event loop from the events drained before every answer (watch.py) and from the checks that
-cover what inotify cannot report (`check`: the workspace root itself, the mount table, the rule files
-outside the watched tree):
+cover what inotify cannot report (`check`: the workspace root itself, the mount table; `check_rules`:
+every rule file of grep's walk, whatever name it is edited through):
 
 - `files`, glob's list (globlist.GlobList), kept current: a changed path gets its new mtime (or leaves)
   before glob answers (`refresh_stats`);
@@ -22,8 +22,9 @@ outside the watched tree):
   bring back; `None` while they are being listed again;
 - **doubts**, where a search walks instead (the walk's answer is then the answer, errors and footers
   included): `doubts` — directories the index cannot see completely (unreadable, unwatchable, a name too
-  long for the kernel, on a network filesystem, no watch left), each with its reason and whether it
-  bears on glob, grep or both; `glob_doubt` — everything is in doubt (events were lost, the root was
+  long for the kernel, no watch left, on a network filesystem, on a stacked one — overlayfs — mounted at
+  or under the workspace), each with its reason and whether it bears on glob, grep or both;
+  `glob_doubt` — everything is in doubt (events were lost, the root was
   moved, replaced or unmounted) until it is all listed again; `grep_doubt` — grep's list is in doubt
   (an ignore file, a repository, a directory or its permissions changed) until ripgrep lists it again.
 

@@ -671,22 +671,20 @@ def _property(rg: str, max_examples: int, replay: str | None = None) -> Callable
     return run
 
 
-def _coarse_filesystem() -> str | None:
-    """A filesystem whose timestamps tick once a second — ext4 with 128-byte inodes, on a sparse loop image
-    — mounted in this mount namespace (it goes with the namespace); None when it cannot be made."""
+def _coarse_filesystem(point: str) -> bool:
+    """Mount at `point` a filesystem whose timestamps tick once a second — ext4 with 128-byte inodes, on a
+    sparse loop image — in this mount namespace (it goes with the namespace); False when it cannot be."""
     if shutil.which("mkfs.ext4") is None:
-        return None
+        return False
     image = tempfile.NamedTemporaryFile(prefix="dsh-index-eq-", suffix=".img", delete=False)  # noqa: SIM115
     try:
         image.truncate(256 << 20)
         image.close()
-        point = tempfile.mkdtemp(prefix="dsh-index-eq-coarse-")
         made = subprocess.run(["mkfs.ext4", "-q", "-F", "-I", "128", image.name], capture_output=True, check=False)
         if made.returncode != 0:
-            return None
-        if subprocess.run(["mount", "-o", "loop", image.name, point], capture_output=True, check=False).returncode:
-            return None
-        return point
+            return False
+        mounted = subprocess.run(["mount", "-o", "loop", image.name, point], capture_output=True, check=False)
+        return mounted.returncode == 0
     finally:
         os.unlink(image.name)  # the loop device holds it while mounted
 
@@ -695,6 +693,7 @@ def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mo
     """Run `body` in a forked child — as `user`, or as root in a mount namespace of its own — and fail here
     with its output if it fails. The child first runs one plain example, so that everything the property
     imports is imported while it may still read anything."""
+    coarse = tempfile.mkdtemp(prefix="dsh-index-eq-coarse-")  # the child mounts on it, in its namespace
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -710,8 +709,7 @@ def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mo
                 if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
                     raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
                 subprocess.run(["mount", "--make-rprivate", "/"], check=True)
-                coarse = _coarse_filesystem()
-                if coarse is not None:
+                if _coarse_filesystem(coarse):
                     tempfile.tempdir = coarse  # every scenario's tree on it
             warm = MODE["now"]
             body_warm = _property(RG_FOR_CHILD["path"], 1)
@@ -740,6 +738,7 @@ def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mo
         chunks.append(chunk)
     os.close(read_end)
     _, status = os.waitpid(pid, 0)
+    os.rmdir(coarse)  # unmounted with the child's namespace
     output = b"".join(chunks).decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0, output[-20000:]
     if os.environ.get("DSH_INDEX_DEBUG"):

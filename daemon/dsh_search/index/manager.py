@@ -8,8 +8,8 @@ daemon's own directory — never `/`). A search elsewhere walks.
 - `on`: the workspace is indexed as soon as it is known, whatever the heuristics say; searches walk until
   it is ready (a search never waits for a build).
 - `auto` (the default): indexed where it pays and where it can be exact — on Linux (inotify), on a local
-  filesystem (a network filesystem's remote changes raise no inotify event, nor do an overlay's layers'
-  in it), once a search's walk of the
+  filesystem (a network filesystem's remote changes raise no inotify event; nor do the edits of an
+  overlay's layers, when the workspace is an overlay's mount point), once a search's walk of the
   workspace took `AUTO_AFTER_S` or more, or at once when an index of it is on disk from an earlier run.
   Until the index is ready, searches walk.
 

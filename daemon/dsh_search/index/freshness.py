@@ -348,7 +348,7 @@ class Freshness:
             self.doubts[point] = Doubt(reason, True, True)
 
     def check_rules(self) -> None:
-        """Before a grep answer: did a rule file outside the watched tree (or behind a link) change?"""
+        """Before a grep answer: did a rule file change, through whatever name (rules.py)?"""
         if self.grep_doubt is None:
             changed = self.rules.changed()
             if changed is not None:

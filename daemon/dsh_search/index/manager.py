@@ -8,7 +8,8 @@ daemon's own directory — never `/`). A search elsewhere walks.
 - `on`: the workspace is indexed as soon as it is known, whatever the heuristics say; searches walk until
   it is ready (a search never waits for a build).
 - `auto` (the default): indexed where it pays and where it can be exact — on Linux (inotify), on a local
-  filesystem (a network filesystem's remote changes raise no inotify event), once a search's walk of the
+  filesystem (a network filesystem's remote changes raise no inotify event; nor do the edits of an
+  overlay's layers, when the workspace is an overlay's mount point), once a search's walk of the
   workspace took `AUTO_AFTER_S` or more, or at once when an index of it is on disk from an earlier run.
   Until the index is ready, searches walk.
 
@@ -52,10 +53,8 @@ def unsupported_reason(root: str) -> str | None:
     """Why the index cannot promise read-your-writes for this workspace, or None when it can."""
     if not sys.platform.startswith("linux"):
         return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
-    fstype = mounts.filesystem_type(os.path.realpath(root))
-    if fstype is not None and mounts.remote(fstype):
-        return f"{root} is on a {fstype} filesystem, whose changes made elsewhere raise no inotify event"
-    return None
+    unseen = mounts.workspace_unseen(os.path.realpath(root))
+    return f"{root} is {unseen}" if unseen is not None else None
 
 
 class IndexManager:

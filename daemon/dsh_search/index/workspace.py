@@ -12,8 +12,9 @@ Its life:
    still the directory watched and whether the mount table changed, then drains every event inotify has
    queued (watch.py) into the bookkeeping (freshness.py): a file written before a request is seen by
    that request. A search that reaches a part in doubt walks. Then glob answers from glob's list in
-   memory; grep from the planner (planner.py), which looks up candidates and reads the changed and
-   hard-linked files itself. The answers are spelled as ripgrep prints them (answers.py).
+   memory; grep from the planner (planner.py), which looks up candidates and reads the changed files
+   and those with other names or views (hard links, single-file mounts) itself. The answers are spelled
+   as ripgrep prints them (answers.py).
 3. **In the background**, a moment after events stop (`MAINTAIN_AFTER_S`): everything listed again when
    it is all in doubt, grep's list asked again when it is, changed files indexed again, glob's list
    compacted, and the content index rebuilt into a fresh set once most of it is old versions of files.

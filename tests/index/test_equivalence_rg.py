@@ -31,15 +31,16 @@ from hypothesis import strategies as st
 
 from dsh_search import config as config_mod
 from dsh_search.engine.failures import ToolError
-from dsh_search.engine.glob import GlobArgs, glob
-from dsh_search.engine.grep import GrepArgs, grep
+from dsh_search.engine.glob import glob
+from dsh_search.engine.grep import grep
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GlobQuery, GrepQuery
 from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.status import READY
+from dsh_search.index.status import READY, Walk
 from dsh_search.index.workspace import Workspace
 from tests.support.examples import examples
 from tests.support.fakes import FakeSpill
@@ -105,9 +106,9 @@ async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[An
     tool, pattern, path, include = call
     try:
         if tool == "glob":
-            result = await glob(searcher, GlobArgs(pattern, path), scope)
+            result = await glob(searcher, GlobQuery(pattern, path), scope)
         else:
-            result = await grep(searcher, GrepArgs(pattern, path, include), scope)
+            result = await grep(searcher, GrepQuery(pattern, path, include), scope)
     except ToolError as err:
         return ("error", err.kind, err.message)
     spill = searcher.spill
@@ -330,13 +331,16 @@ class Counting:
 
     async def glob(self, *args: Any) -> Any:
         found = await self.workspace.glob(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
 
     async def grep(self, *args: Any) -> Any:
         found = await self.workspace.grep(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
+
+    def walk_note(self, cwd: str) -> None:
+        return None
 
     def note_walk(self, cwd: str, seconds: float) -> None:
         pass
@@ -585,7 +589,7 @@ def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
             assert (ws.counts.rebuilds or 0) >= 1, ws.status("on")
             for call in (("grep", "SUSPEND", None, None), ("grep", "f3_v2", "src", "*.c"), ("glob", "*.c", None, None)):
                 assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
-            assert (await pair.workspace.grep(str(root), None, "f3_v2", None, DenyGlobs(()))) is not None
+            assert not isinstance(await pair.workspace.grep(str(root), GrepQuery("f3_v2"), DenyGlobs(())), Walk)
             return first_set
         finally:
             pair.workspace.close()

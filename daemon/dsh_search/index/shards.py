@@ -40,7 +40,7 @@ import sqlite3
 import threading
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 from dsh_search.index.files import OPAQUE, TEXT, Signature, Text
 from dsh_search.index.query.plan import Need, grams_of, holders
@@ -253,11 +253,6 @@ class Shard:
         """A transaction of writes (`with shard.batch() as batch: batch.put(...)`); with `commit_bytes`,
         committed (and a new one begun) whenever that much text has been put since the last commit."""
         return Batch(self, commit_bytes)
-
-    def remove_many(self, paths: Iterable[bytes]) -> None:
-        with self.batch() as batch:
-            for path in paths:
-                batch.remove(path)
 
 
 PAGE_ROWS = 1000

@@ -177,22 +177,13 @@ def grep_found_files(total: int) -> str:
     return f"Found {_plural(total, 'file')}"
 
 
-def grep_found_files_capped(shown: int, total: int) -> str:
-    return f"Found {shown} of {total} files"
-
-
 def grep_found_counts(matches: int, files: int) -> str:
     return f"Found {_plural(matches, 'match')} in {_plural(files, 'file')}"
 
 
-def grep_found_counts_capped(matches: int, shown: int, files: int) -> str:
-    return f"Found {_plural(matches, 'match')} in {files} files (showing {shown})"
-
-
-def grep_page_from(text: str, first: int, last: int, unit: str) -> str:
-    """A page that starts past the first entry: which entries it shows."""
-    plural = "matches" if unit == "match" else f"{unit}s"
-    return f"{text}, {plural} {first}-{last}"
+def grep_showing(header: str, first: int, last: int, what: str = "") -> str:
+    """The header of an extended page that holds part of the result: which entries (1-based) it shows."""
+    return f"{header}; showing {what}{first}-{last}"
 
 
 def grep_past_the_end(total: int, offset: int, unit: str) -> str:
@@ -204,6 +195,11 @@ def grep_next_page(offset: int) -> str:
 
 
 GREP_RECOVERY_UNSAVED_EXTENDED = "The complete result could not be saved; page with offset, or narrow the search."
+
+
+def malformed_listing(tool: str) -> str:
+    """ripgrep's list of files (outputMode files or count) was not as ripgrep writes it."""
+    return f"{tool} received a malformed ripgrep file listing"
 
 
 def count_line(path: str, count: int) -> str:

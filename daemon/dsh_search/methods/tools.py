@@ -93,8 +93,19 @@ def search_result(meta: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+# The extended grep's listings (outputMode files, count) are paths, as glob's; a count listing adds each
+# path's count and their sum.
+LISTING_META: dict[str, Any] = {
+    **PATHS_META,
+    "properties": {
+        **PATHS_META["properties"],
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "matches": {"type": "integer"},
+    },
+}
 GLOB_RESULT = search_result(PATHS_META)
 GREP_RESULT = search_result(MATCHES_META)
+GREP_EXTENDED_RESULT = search_result({"oneOf": [MATCHES_META, LISTING_META]})
 SEARCH_ERRORS = openrpc_errors(*failures.KIND_NAMES, cancellable=True)
 
 # Host-only fields of glob and grep: never in the model-facing schema; MCP callers pass them in `_meta`.
@@ -234,7 +245,7 @@ def grep_spec(profile: str) -> MethodSpec[Context]:
         "Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
         describe,
         {wire_name(field): _field_schema(field, None) for field in grep_fields(profile)},
-        GREP_RESULT,
+        GREP_EXTENDED_RESULT if profile == EXTENDED else GREP_RESULT,
         run_grep,
         lambda tally: f"grep: {tally.items} matches in {tally.files} files so far",
     )

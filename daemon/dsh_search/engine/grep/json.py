@@ -13,7 +13,7 @@ from typing import Any
 
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.grep.json_parse import MATCH_TYPE, parse_batch, sections
-from dsh_search.engine.grep.page import Section, ordered
+from dsh_search.engine.grep.page import ordered
 from dsh_search.engine.run import RgResult, check_decoded_size, run_rg
 from dsh_search.engine.scope import Where
 from dsh_search.engine.searcher import Searcher, Tally
@@ -30,11 +30,11 @@ async def run(
     where: Where,
     tally: Tally | None,
     parse: Callable[[bytes], Any] | None = None,
-    to_sections: Callable[[list[Any]], list[Section]] | None = None,
-) -> tuple[list[Section], RgResult]:
+    collect: Callable[[list[Any]], Any] | None = None,
+) -> tuple[Any, RgResult]:
     """One grep run reading --json: the files' sections, in order, and the run's result. `parse` reads a
-    batch on the worker (json_parse.parse_batch by default: matches only), `to_sections` turns the parsed
-    batches into sorted sections."""
+    batch on the worker (json_parse.parse_batch by default: matches only), `collect` turns the parsed
+    batches into the result (sorted sections by default)."""
     cwd = where.cwd
     cap = searcher.config.grep_max_line_bytes
     batches = Batches(
@@ -55,8 +55,8 @@ async def run(
         batches.cancel()
         raise
     if result.no_matches:
-        return [], result
+        return (collect([]) if collect is not None else []), result
     parts = await batches.results()
-    if to_sections is not None:
-        return to_sections(parts), result
+    if collect is not None:
+        return collect(parts), result
     return ordered([sections(part.files, cap) for part in parts]), result

@@ -20,12 +20,22 @@ import orjson
 
 from dsh_search import texts
 from dsh_search.engine.failures import SEARCH_FAILED, ToolError
-from dsh_search.engine.grep.page import Section, format_section, joined_section, line_prefixes, line_text
+from dsh_search.engine.grep.page import (
+    Block,
+    Entry,
+    Section,
+    format_section,
+    joined_section,
+    line_prefixes,
+    line_text,
+    preview_line,
+)
 from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import cwd_relative, decode
 
 # ripgrep's own non-match records, recognised without parsing them (they are ~40% of the output).
 _OTHER_RECORDS = (b'{"type":"begin",', b'{"type":"end",', b'{"type":"context",', b'{"type":"summary",')
+_NOT_LINES = (b'{"type":"begin",', b'{"type":"end",', b'{"type":"summary",')  # no line of a file
 MATCH_TYPE = b'"type":"match"'  # in any record a match is (exit 2 with results needs to know)
 
 
@@ -188,3 +198,64 @@ def _match_fields(record: dict[str, Any]) -> tuple[str, int, str]:
     else:
         raise malformed("a match record has neither line text nor bytes")
     return path, int(line_number), line
+
+
+# --- matches with their context lines, or spanning lines (the extended profile) -------------------------------
+
+
+class BlockBatch(NamedTuple):
+    blocks: list[Block]  # in stream order; a file may continue into the next batch
+    growth: int  # bytes the batch gains decoded with U+FFFD replacements
+
+
+def parse_blocks(stdout: bytes, cwd: str, max_line_bytes: int | None = None) -> BlockBatch:
+    """A batch of whole --json records → each file's match and context lines (page.Block), every line of a
+    match that spans lines (--multiline) its own, previewed to `max_line_bytes`. Record by record, with
+    upstream's checks of a match record (a context record has the same fields)."""
+    blocks: list[Block] = []
+    growth = 0
+    for raw in stdout.split(b"\n"):
+        if not raw:
+            continue
+        if raw.startswith(_NOT_LINES) and raw.endswith(b"}") and raw.isascii():
+            continue  # begin/end/summary
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            record = _loads_replacing(raw)
+            growth += utf8_growth(raw)
+        if not isinstance(record, dict | list):
+            raise malformed("a record is not an object")
+        kind = record.get("type") if isinstance(record, dict) else None
+        if kind not in ("match", "context"):
+            continue
+        assert isinstance(record, dict)
+        path, number, _ = _match_fields(record)
+        shown = cwd_relative(path, cwd)
+        if not blocks or blocks[-1].path != shown:
+            blocks.append(Block(shown, []))
+        start = number if kind == "match" else 0
+        for i, line in enumerate(_record_lines(record)):
+            blocks[-1].entries.append(Entry(number + i, start, preview_line(line, max_line_bytes)))
+    return BlockBatch(blocks, growth)
+
+
+def _record_lines(record: dict[str, Any]) -> list[str]:
+    """A record's lines, each without its terminator (`\\n` or `\\r\\n`; a bare `\\r` at the very end stays,
+    as upstream keeps it); a line that is not UTF-8 is upstream's placeholder."""
+    lines = record["data"]["lines"]
+    text = lines.get("text")
+    if isinstance(text, str):
+        pieces = text.split("\n")
+        terminated = len(pieces) - 1
+        return [p[:-1] if i < terminated and p.endswith("\r") else p for i, p in enumerate(pieces[:terminated])] + (
+            [pieces[-1]] if pieces[-1] else []
+        )
+    raw = base64.b64decode(lines["bytes"])
+    out = []
+    for piece in raw.split(b"\n")[: raw.count(b"\n") + (not raw.endswith(b"\n"))]:
+        try:
+            out.append(piece.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(texts.LINE_NOT_UTF8)
+    return out

@@ -245,35 +245,63 @@ def skip(files: list[Section], count: int) -> list[Section]:
 class Page(NamedTuple):
     text: str
     shown: list[tuple[str, int, str]]  # (path, line number, previewed line) of each match shown, for the meta
-    truncated: bool  # the page does not hold every match from its first on
+    truncated: bool  # the page does not hold every entry from its first on
+
+
+# What a page counts, per output mode: matches (content), files (files, count).
+MATCH, FILE = "match", "file"
 
 
 def render(
     files: list[Section], *, max_matches: int, spill: SpillRef | None, offset: int = 0, limit: int | None = None
 ) -> Page:
-    """The page of `files` (sorted) that starts after `offset` matches and holds at most `limit` of them
-    (None: max_matches). With neither given, upstream's page."""
+    """The page of matching lines (`files`, sorted) that starts after `offset` matches and holds at most
+    `limit` of them (None: max_matches). With neither given, upstream's page."""
     total = sum(f.matches for f in files)
+    page = head(skip(files, offset), max_matches if limit is None else limit)
+    shown = [(f.path, n, line) for f in page for n, line in numbered(f)]
+    return compose(page, shown, total, len(shown), spill=spill, offset=offset, limit=limit, cap=max_matches)
+
+
+def compose(
+    page: list[Section],
+    shown: list[tuple[str, int, str]],
+    total: int,
+    count: int,
+    *,
+    spill: SpillRef | None,
+    offset: int,
+    limit: int | None,
+    cap: int,
+    unit: str = MATCH,
+    matches: int | None = None,
+) -> Page:
+    """A page's text: its header, its sections and its footer. `total` entries in all, `count` of them on
+    this page (`unit`: matches, or files; a count listing also says its `matches`). Upstream's texts for
+    upstream's page of matches; the page of an extended search (an offset, a limit, a listing of files)
+    says which entries it shows and where the next page starts."""
     if total == 0:
         return Page(texts.GREP_NO_MATCHES, [], False)
     if offset >= total:
-        return Page(texts.grep_past_the_end(total, offset, "match"), [], False)
-    count = max_matches if limit is None else limit
-    page = head(skip(files, offset), count)
-    shown = [(f.path, n, line) for f in page for n, line in numbered(f)]
-    body = format_files(page)
-    if offset == 0 and total <= count:
-        return Page(f"{texts.grep_found(total)}\n\n{body}", shown, False)
-    header = texts.grep_found_capped(len(shown), total)
-    if offset:
-        header = texts.grep_page_from(header, offset + 1, offset + len(shown), "match")
-    after = offset + len(shown)
-    if offset == 0 and limit is None:  # upstream's page and footer
+        return Page(texts.grep_past_the_end(total, offset, unit), [], False)
+    separator = "\n\n" if unit == MATCH else "\n"
+    body = separator.join([f.text for f in page])
+    if unit == MATCH:
+        header = texts.grep_found(total)
+    elif matches is None:
+        header = texts.grep_found_files(total)
+    else:
+        header = texts.grep_found_counts(matches, total)
+    if offset == 0 and total <= (cap if limit is None else limit):  # the page holds it all
+        return Page(f"{header}\n\n{body}", shown, False)
+    end = offset + count
+    if unit == MATCH and offset == 0 and limit is None:  # upstream's page and footer
         recovery = (
             texts.grep_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GREP_RECOVERY_UNSAVED
         )
-        return Page(f"{header}\n\n{body}\n\n({recovery})", shown, True)
-    return Page(f"{header}\n\n{body}{paging_footer(after, total, spill)}", shown, after < total)
+        return Page(f"{texts.grep_found_capped(count, total)}\n\n{body}\n\n({recovery})", shown, True)
+    header = texts.grep_showing(header, offset + 1, end, "files " if matches is not None else "")
+    return Page(f"{header}\n\n{body}{paging_footer(end, total, spill)}", shown, end < total)
 
 
 def paging_footer(end: int, total: int, spill: SpillRef | None) -> str:
@@ -287,3 +315,89 @@ def paging_footer(end: int, total: int, spill: SpillRef | None) -> str:
     elif end < total:
         notes.append(texts.GREP_RECOVERY_UNSAVED_EXTENDED)
     return f"\n\n({' '.join(notes)})" if notes else ""
+
+
+# --- matches with their context lines, or spanning lines (extended profile) ---------------------------------
+
+
+class Entry(NamedTuple):
+    """A line ripgrep printed: part of a match (`start`: the line its match starts on) or of the context
+    around one (`start` 0)."""
+
+    number: int
+    start: int
+    text: str  # as shown: previewed, its terminator removed
+
+
+class Block(NamedTuple):
+    """One file's matches and context lines (--json's records), the unit the extended content pages cut."""
+
+    path: str
+    entries: list[Entry]  # in line order
+
+    @property
+    def starts(self) -> list[int]:
+        """The line each match starts on, in order."""
+        return [e.number for e in self.entries if e.start == e.number]
+
+
+def ordered_blocks(parts: list[list[Block]]) -> list[Block]:
+    """The blocks of every batch, by display path, each one's lines in order (a file cut by batches
+    comes in pieces)."""
+    entries: dict[str, list[Entry]] = {}
+    for part in parts:
+        for block in part:
+            entries.setdefault(block.path, []).extend(block.entries)
+    return [Block(path, sorted(entries[path], key=itemgetter(0))) for path in sorted(entries)]
+
+
+def block_section(path: str, entries: list[Entry], matches: int) -> Section:
+    lines = [
+        texts.context_line(e.number, e.text) if e.start == 0 else texts.match_line(e.number, e.text) for e in entries
+    ]
+    return Section(path, matches, path + "\n" + "\n".join(lines))
+
+
+def block_sections(blocks: list[Block]) -> list[Section]:
+    """Every block whole (the spill artifact's sections)."""
+    return [block_section(b.path, b.entries, len(b.starts)) for b in blocks]
+
+
+def block_page(
+    blocks: list[Block], offset: int, count: int, around: tuple[int, int]
+) -> tuple[list[Section], list[tuple[str, int, str]]]:
+    """The sections of the matches `offset` to `offset + count` (in path, then line order) with the lines
+    of context ripgrep printed around them (`around`: lines before and after a match) — never past a
+    match of another page — and each match shown, for the meta (its lines joined)."""
+    before, after = around
+    sections: list[Section] = []
+    shown: list[tuple[str, int, str]] = []
+    skipped = 0
+    for block in blocks:
+        starts = block.starts
+        first = max(0, offset - skipped)
+        last = min(len(starts), offset + count - skipped)  # exclusive
+        skipped += len(starts)
+        if first >= last:
+            continue
+        picked = set(starts[first:last])
+        ends: dict[int, int] = {}
+        for e in block.entries:
+            if e.start:
+                ends[e.start] = e.number
+        low = starts[first] - before
+        if first:
+            low = max(low, ends[starts[first - 1]] + 1)
+        high = ends[starts[last - 1]] + after
+        if last < len(starts):
+            high = min(high, starts[last] - 1)
+        entries = [e for e in block.entries if low <= e.number <= high and (e.start == 0 or e.start in picked)]
+        sections.append(block_section(block.path, entries, len(picked)))
+        texts_of: dict[int, list[str]] = {}
+        for e in entries:
+            if e.start:
+                texts_of.setdefault(e.start, []).append(e.text)
+        shown += [(block.path, start, "\n".join(texts_of[start])) for start in starts[first:last]]
+        if skipped >= offset + count:
+            break
+    return sections, shown

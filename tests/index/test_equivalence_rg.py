@@ -4,9 +4,11 @@ Two engines search the same tree with the real ripgrep: one walks (the index off
 `Workspace` index first. After every edit — create, rewrite, delete, rename (files and directories),
 chmod, symlinks, binary and BOM content, non-UTF-8 names, ignore files, a repository appearing — and
 right after it (read-your-writes: no waiting), random glob and grep calls must give the same text, meta,
-spill artifact, or the same error, on both. Files are indexed in documents of 1 MiB, or of a few bytes
-(so that literals straddle documents). The index may walk whenever it is unsure; the test also
-checks it answered a fair share of the calls itself, or the equivalence would say nothing.
+spill artifact, or the same error, on both. A grep call draws every parameter of `GrepQuery` — the
+extended profile's flags, output modes, context lines, globs and pages too (`grep_queries`). Files are
+indexed in documents of 1 MiB, or of a few bytes (so that literals straddle documents). The index may
+walk whenever it is unsure; the test also checks it answered a fair share of the calls itself, or the
+equivalence would say nothing.
 
 DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousands by hand).
 """
@@ -23,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
@@ -34,7 +36,7 @@ from dsh_search.engine.failures import ToolError
 from dsh_search.engine.glob import glob
 from dsh_search.engine.grep import grep
 from dsh_search.engine.paths import DenyGlobs
-from dsh_search.engine.request import GlobQuery, GrepQuery
+from dsh_search.engine.request import EXTENDED_FIELDS, UPSTREAM_FIELDS, GlobQuery, GrepQuery, OutputMode, check_grep
 from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
@@ -90,7 +92,42 @@ GREPS = [
     "[[:upper:]]{3}_SUSPEND",
 ]
 INCLUDES = [None, None, "*.c", "*.{c,h}", "src/*", "*.txt"]
+EXCLUDES = [None, "*.c", "src", "*.{c,h}", "sub/**", "d.*", "[k].c", "/lib", "{x"]
 PATHS = [None, None, None, "src", "./src", "src/", "docs", "lib", "."]
+# Beside GREPS, patterns for the extended profile's flags: letters of either case, across lines.
+EXTENDED_GREPS = ["Suspend", "HÉLLO", "STATIC", "SUSPEND\\nfoo", "foo\\s+bar", "a b\nfoo", "TODO."]
+
+# The grep parameters whose values are drawn from the lists above; every other field of GrepQuery is
+# drawn by its type (grep_queries), so a parameter added to GrepQuery is drawn without a change here —
+# and one of a type this table does not know fails the test until it is taught.
+GREP_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "pattern": st.sampled_from(GREPS + EXTENDED_GREPS),
+    "path": st.sampled_from(PATHS),
+    "include": st.sampled_from(INCLUDES),
+    "exclude": st.sampled_from(EXCLUDES),
+    "offset": st.integers(0, 8),
+    "limit": st.none() | st.integers(1, 6),  # at most grepMaxMatches (Pair's: 6)
+}
+BY_TYPE: dict[Any, st.SearchStrategy[Any]] = {
+    bool: st.booleans(),
+    int | None: st.none() | st.integers(0, 2),
+    OutputMode: st.sampled_from(list(OutputMode)),
+}
+
+
+def grep_queries() -> st.SearchStrategy[GrepQuery]:
+    """Every parameter of GrepQuery (the extended profile's), each at its default half the time so that
+    upstream's searches stay common."""
+    hints = get_type_hints(GrepQuery)
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for name in EXTENDED_FIELDS:
+        drawn = GREP_VALUES.get(name)
+        if drawn is None:
+            assert hints[name] in BY_TYPE, f"no strategy for GrepQuery.{name} ({hints[name]}): add one"
+            drawn = BY_TYPE[hints[name]]
+        default = GrepQuery._field_defaults.get(name)
+        fields[name] = drawn if name in UPSTREAM_FIELDS else st.just(default) | drawn
+    return st.fixed_dictionaries(fields).map(lambda values: GrepQuery(**values))
 
 
 def contents() -> st.SearchStrategy[bytes]:
@@ -101,14 +138,13 @@ def contents() -> st.SearchStrategy[bytes]:
     )
 
 
-async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[Any, ...]:
+async def run(searcher: Searcher, root: Path, call: GlobQuery | GrepQuery) -> tuple[Any, ...]:
     scope = Scope(workspace=str(root))
-    tool, pattern, path, include = call
     try:
-        if tool == "glob":
-            result = await glob(searcher, GlobQuery(pattern, path), scope)
+        if isinstance(call, GlobQuery):
+            result = await glob(searcher, call, scope)
         else:
-            result = await grep(searcher, GrepQuery(pattern, path, include), scope)
+            result = await grep(searcher, check_grep(call, searcher.config.grep_max_matches), scope)
     except ToolError as err:
         return ("error", err.kind, err.message)
     spill = searcher.spill
@@ -412,13 +448,11 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
     history: list[str] = []
     for _step in range(data.draw(st.integers(1, 8))):
         for _ in range(data.draw(st.integers(1, 3))):
-            tool = data.draw(st.sampled_from(["glob", "grep"]))
-            call = (
-                tool,
-                data.draw(st.sampled_from(GLOBS if tool == "glob" else GREPS)),
-                data.draw(st.sampled_from(PATHS)),
-                data.draw(st.sampled_from(INCLUDES)) if tool == "grep" else None,
-            )
+            call: GlobQuery | GrepQuery
+            if data.draw(st.sampled_from(["glob", "grep"])) == "glob":
+                call = GlobQuery(data.draw(st.sampled_from(GLOBS)), data.draw(st.sampled_from(PATHS)))
+            else:
+                call = data.draw(grep_queries())
             expected = await run(pair.plain, root, call)
             got = await run(pair.indexed, root, call)
             if got != expected and os.environ.get("DSH_INDEX_DEBUG"):
@@ -429,7 +463,7 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
         history.append(edit(root, data))
 
 
-def debug(ws: Workspace, root: Path, call: tuple[Any, ...], history: list[str]) -> None:
+def debug(ws: Workspace, root: Path, call: GlobQuery | GrepQuery, history: list[str]) -> None:
     """What the index held when an answer differed (DSH_INDEX_DEBUG=1)."""
     fresh = ws._fresh
     known = (fresh.changed, fresh.stated, fresh.files.overlay, fresh.unknown) if fresh is not None else None
@@ -587,7 +621,7 @@ def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
                 await wait_until(lambda: ws._drain() is None and ws._fresh is not None and not ws._fresh.changed)
             await wait_until(lambda: (ws.counts.rebuilds or 0) >= 1)
             assert (ws.counts.rebuilds or 0) >= 1, ws.status("on")
-            for call in (("grep", "SUSPEND", None, None), ("grep", "f3_v2", "src", "*.c"), ("glob", "*.c", None, None)):
+            for call in (GrepQuery("SUSPEND"), GrepQuery("f3_v2", "src", "*.c"), GlobQuery("*.c")):
                 assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
             assert not isinstance(await pair.workspace.grep(str(root), GrepQuery("f3_v2"), DenyGlobs(())), Walk)
             return first_set
@@ -614,7 +648,7 @@ def test_a_file_gone_with_its_directory_leaves_no_file_to_search(rg_path: str, t
             ws = pair.workspace
             ws.start()
             await asyncio.wait_for(ws._ready.wait(), 30)
-            call = ("grep", "foo|bar", None, "*.c")
+            call = GrepQuery("foo|bar", include="*.c")
             (root / "docs" / "deep").mkdir(parents=True)
             (root / "docs" / "deep" / "[k].c").write_text("nothing\n")
             assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)

@@ -559,11 +559,12 @@ EXAMPLES: tuple[Example, ...] = (
                 "root": "<tree>",
                 "answered": {"glob": 0, "grep": 0},
                 "walked": 7,
+                "walkedBecause": {"no-index": 7},
                 "reason": "waiting for a search that walks for 0.2 s or more",
             }
         },
         title="With the default `--index auto` on a small tree: every walk was quick, so no index was built "
-        "and the seven searches so far walked.",
+        "and the seven searches so far walked (`walkedBecause`: the planner's reasons).",
     ),
     Example(
         "rpc.discover",

@@ -4,9 +4,13 @@ A `GrepQuery` (engine/request.py), checked at the method face, goes along grep's
 
     locate (scope.py) → the files: the source's (the index) or ripgrep's walk
       → argv.py: the query as ripgrep's argv, the one place its flags are spelled
-      → standard.py: ripgrep's standard printer, read by standard_parse.py on a worker while it searches
+      → matching lines (outputMode content, upstream's):
+          standard.py: ripgrep's standard printer, read by standard_parse.py on a worker while it searches
           └─ unsure of anything → json.py: upstream's --json, read by json_parse.py
-      → page.py: files by display path, lines by number; the page, its footer, the spill artifact's pieces
+        with context lines or multiline matches (extended): json.py, read by json_parse.parse_blocks
+        files or counts (extended): listing.py
+      → page.py: files by display path, lines by number; the page (offset, limit), its header and footer,
+        the spill artifact's pieces
       → presentation.py: the meta; the complete result handed to the spill store when it is not all shown
 
 ripgrep decides every match; whichever printer was read, the result is what upstream's --json reading

@@ -19,7 +19,7 @@ contracts in pyproject.toml check it):
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
 | `mounts.py` | the mount table and its changes | what a change means |
 | `rules.py` | the rule files no watch covers, checked by stat | which files grep reads |
-| `peers.py` | one index per workspace: the owner's lock, its socket, the protocol (the query encoded and decoded here alone) | what an answer is |
+| `peers.py` | one index per workspace: the owner's lock, its socket, the protocol | what an answer is |
 | `reading.py` | reading one version of a workspace file | writing the index |
 | `lister.py` | grep's list: ripgrep's own `--files` — the one place the index starts ripgrep | deciding answers |
 | `walk.py` | glob's walk of the tree, watching each directory before listing it | state changes |
@@ -27,7 +27,7 @@ contracts in pyproject.toml check it):
 | `builder.py` | the content index merged from grep's list, on threads | workspace state |
 | `freshness.py` | what changed since indexed, what is in doubt and why (events, checks) | SQLite, ripgrep runs |
 | `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
-| `planner.py` | every gate of the answer-or-walk decision, in order, each "no" a named reason (`status.Walk`) | storage, spelling, the index's life |
+| `planner.py` | every gate of the answer-or-walk decision, each "no" a reason (status.Walk) | storage, spelling |
 | `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |
 | `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
 

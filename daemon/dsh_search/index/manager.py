@@ -14,8 +14,10 @@ daemon's own directory — never `/`). A search elsewhere walks.
 
 One index per workspace per machine (peers.py): the first daemon to index a workspace owns it (a
 `Workspace`); any other is a guest that asks the owner, and takes the index over when the owner is
-gone. A failed index is built afresh after a pause (`RETRY_AFTER_S`), which grows while builds keep
-failing.
+gone. Every search that walks is counted by its reason (status.Walk: the planner's, or the manager's own
+— no index yet, a failed one, an owner that did not answer, an error inside the index), for
+`index/status` (`walked_because`) and the debug log. A failed index is built afresh after a pause
+(`RETRY_AFTER_S`), which grows while builds keep failing.
 """
 
 from __future__ import annotations

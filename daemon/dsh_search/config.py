@@ -242,6 +242,15 @@ KEYS: tuple[Key, ...] = (
         'the search tools\' texts tell the model to "use read". The native method is served either way.',
     ),
     Key(
+        "grepProfile",
+        "str",
+        "upstream",
+        help="The grep tool's parameters: upstream, upstream's three (pattern, path, include) and its texts "
+        "word for word; extended, also ignoreCase, smartCase, fixedStrings, before, after, context, "
+        "outputMode (content, files, count), multiline, exclude, offset and limit, each answered as ripgrep "
+        'answers its flag (docs/behaviour.md, "The extended grep profile").',
+    ),
+    Key(
         "index",
         "str",
         "auto",
@@ -283,6 +292,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
+GREP_PROFILES = ("upstream", "extended")  # engine/request.py PROFILES: which grep parameters a model sees
 
 
 class Config(NamedTuple):
@@ -308,6 +318,7 @@ class Config(NamedTuple):
     terminal_search_max_result_bytes: int
     terminal_search: str
     read_tool: bool
+    grep_profile: str
     index_mode: str  # the key `index`
     index_dir: str
     index_max_bytes: int
@@ -392,6 +403,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 value = os.path.abspath(os.path.expanduser(value))
             if key.name == "terminalSearch" and value not in TERMINAL_SEARCH_MODES:
                 raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
+            if key.name == "grepProfile" and value not in GREP_PROFILES:
+                raise ConfigError(f"dsh-search: grepProfile must be one of {', '.join(GREP_PROFILES)}")
             if key.name == "index" and value not in INDEX_MODES:
                 raise ConfigError(f"dsh-search: index must be one of {', '.join(INDEX_MODES)}")
         else:  # list

@@ -8,11 +8,12 @@ that are hard links edited through another name, a `.git` that links to a reposi
 daemon restart with same-size rewrites while none runs, and, as root, mounts: filesystems, directories
 and single files bound into the tree, overlays whose lower directory is edited — and right after it
 (read-your-writes: no waiting), random glob and grep calls must give the same text, meta, spill
-artifact, or the same error, on both. As root (mounts), the tree is on a filesystem whose timestamps tick
-once a second (ext4 with 128-byte inodes, on a loop image), where a rewrite within one tick keeps every
-time. Files are indexed in documents of 1 MiB, or of a few bytes (so that literals straddle documents).
-The index may walk whenever it is unsure; the test also checks it answered a fair share of the calls
-itself, or the equivalence would say nothing.
+artifact, or the same error, on both. A grep call draws every parameter of `GrepQuery` — the extended
+profile's flags, output modes, context lines, globs and pages too (`grep_queries`). As root (mounts),
+the tree is on a filesystem whose timestamps tick once a second (ext4 with 128-byte inodes, on a loop
+image), where a rewrite within one tick keeps every time. Files are indexed in documents of 1 MiB, or
+of a few bytes (so that literals straddle documents). The index may walk whenever it is unsure; the
+test also checks it answered a fair share of the calls itself, or the equivalence would say nothing.
 
 DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousands by hand).
 """
@@ -31,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
@@ -39,15 +40,16 @@ from hypothesis import strategies as st
 
 from dsh_search import config as config_mod
 from dsh_search.engine.failures import ToolError
-from dsh_search.engine.glob import GlobArgs, glob
-from dsh_search.engine.grep import GrepArgs, grep
+from dsh_search.engine.glob import glob
+from dsh_search.engine.grep import grep
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import EXTENDED_FIELDS, UPSTREAM_FIELDS, GlobQuery, GrepQuery, OutputMode, check_grep
 from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.status import READY
+from dsh_search.index.status import READY, Walk
 from dsh_search.index.workspace import Workspace
 from tests.support.examples import examples
 from tests.support.fakes import FakeSpill
@@ -97,7 +99,42 @@ GREPS = [
     "[[:upper:]]{3}_SUSPEND",
 ]
 INCLUDES = [None, None, "*.c", "*.{c,h}", "src/*", "*.txt"]
+EXCLUDES = [None, "*.c", "src", "*.{c,h}", "sub/**", "d.*", "[k].c", "/lib", "{x"]
 PATHS = [None, None, None, "src", "./src", "src/", "docs", "lib", "."]
+# Beside GREPS, patterns for the extended profile's flags: letters of either case, across lines.
+EXTENDED_GREPS = ["Suspend", "HÉLLO", "STATIC", "SUSPEND\\nfoo", "foo\\s+bar", "a b\nfoo", "TODO."]
+
+# The grep parameters whose values are drawn from the lists above; every other field of GrepQuery is
+# drawn by its type (grep_queries), so a parameter added to GrepQuery is drawn without a change here —
+# and one of a type this table does not know fails the test until it is taught.
+GREP_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "pattern": st.sampled_from(GREPS + EXTENDED_GREPS),
+    "path": st.sampled_from(PATHS),
+    "include": st.sampled_from(INCLUDES),
+    "exclude": st.sampled_from(EXCLUDES),
+    "offset": st.integers(0, 8),
+    "limit": st.none() | st.integers(1, 6),  # at most grepMaxMatches (Pair's: 6)
+}
+BY_TYPE: dict[Any, st.SearchStrategy[Any]] = {
+    bool: st.booleans(),
+    int | None: st.none() | st.integers(0, 2),
+    OutputMode: st.sampled_from(list(OutputMode)),
+}
+
+
+def grep_queries() -> st.SearchStrategy[GrepQuery]:
+    """Every parameter of GrepQuery (the extended profile's), each at its default half the time so that
+    upstream's searches stay common."""
+    hints = get_type_hints(GrepQuery)
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for name in EXTENDED_FIELDS:
+        drawn = GREP_VALUES.get(name)
+        if drawn is None:
+            assert hints[name] in BY_TYPE, f"no strategy for GrepQuery.{name} ({hints[name]}): add one"
+            drawn = BY_TYPE[hints[name]]
+        default = GrepQuery._field_defaults.get(name)
+        fields[name] = drawn if name in UPSTREAM_FIELDS else st.just(default) | drawn
+    return st.fixed_dictionaries(fields).map(lambda values: GrepQuery(**values))
 
 
 def contents() -> st.SearchStrategy[bytes]:
@@ -108,14 +145,13 @@ def contents() -> st.SearchStrategy[bytes]:
     )
 
 
-async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[Any, ...]:
+async def run(searcher: Searcher, root: Path, call: GlobQuery | GrepQuery) -> tuple[Any, ...]:
     scope = Scope(workspace=str(root))
-    tool, pattern, path, include = call
     try:
-        if tool == "glob":
-            result = await glob(searcher, GlobArgs(pattern, path), scope)
+        if isinstance(call, GlobQuery):
+            result = await glob(searcher, call, scope)
         else:
-            result = await grep(searcher, GrepArgs(pattern, path, include), scope)
+            result = await grep(searcher, check_grep(call, searcher.config.grep_max_matches), scope)
     except ToolError as err:
         return ("error", err.kind, err.message)
     spill = searcher.spill
@@ -512,13 +548,16 @@ class Counting:
 
     async def glob(self, *args: Any) -> Any:
         found = await self.workspace.glob(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
 
     async def grep(self, *args: Any) -> Any:
         found = await self.workspace.grep(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
+
+    def walk_note(self, cwd: str) -> None:
+        return None
 
     def note_walk(self, cwd: str, seconds: float) -> None:
         pass
@@ -610,13 +649,11 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
             await asyncio.wait_for(pair.workspace._ready.wait(), 30)
             assert pair.workspace.state == READY, pair.workspace.status("on")
         for _ in range(data.draw(st.integers(1, 3))):
-            tool = data.draw(st.sampled_from(["glob", "grep"]))
-            call = (
-                tool,
-                data.draw(st.sampled_from(GLOBS if tool == "glob" else GREPS)),
-                data.draw(st.sampled_from(PATHS)),
-                data.draw(st.sampled_from(INCLUDES)) if tool == "grep" else None,
-            )
+            call: GlobQuery | GrepQuery
+            if data.draw(st.sampled_from(["glob", "grep"])) == "glob":
+                call = GlobQuery(data.draw(st.sampled_from(GLOBS)), data.draw(st.sampled_from(PATHS)))
+            else:
+                call = data.draw(grep_queries())
             expected = await run(pair.plain, root, call)
             got = await run(pair.indexed, root, call)
             if got != expected and os.environ.get("DSH_INDEX_DEBUG"):
@@ -627,7 +664,7 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
         history.append(edit(root, data))
 
 
-def debug(ws: Workspace, root: Path, call: tuple[Any, ...], history: list[str]) -> None:
+def debug(ws: Workspace, root: Path, call: GlobQuery | GrepQuery, history: list[str]) -> None:
     """What the index held when an answer differed (DSH_INDEX_DEBUG=1)."""
     fresh = ws._fresh
     known = (fresh.changed, fresh.stated, fresh.files.overlay, fresh.unknown) if fresh is not None else None
@@ -807,9 +844,9 @@ def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
                 await wait_until(lambda: ws._drain() is None and ws._fresh is not None and not ws._fresh.changed)
             await wait_until(lambda: (ws.counts.rebuilds or 0) >= 1)
             assert (ws.counts.rebuilds or 0) >= 1, ws.status("on")
-            for call in (("grep", "SUSPEND", None, None), ("grep", "f3_v2", "src", "*.c"), ("glob", "*.c", None, None)):
+            for call in (GrepQuery("SUSPEND"), GrepQuery("f3_v2", "src", "*.c"), GlobQuery("*.c")):
                 assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
-            assert (await pair.workspace.grep(str(root), None, "f3_v2", None, DenyGlobs(()))) is not None
+            assert not isinstance(await pair.workspace.grep(str(root), GrepQuery("f3_v2"), DenyGlobs(())), Walk)
             return first_set
         finally:
             pair.workspace.close()
@@ -834,7 +871,7 @@ def test_a_file_gone_with_its_directory_leaves_no_file_to_search(rg_path: str, t
             ws = pair.workspace
             ws.start()
             await asyncio.wait_for(ws._ready.wait(), 30)
-            call = ("grep", "foo|bar", None, "*.c")
+            call = GrepQuery("foo|bar", include="*.c")
             (root / "docs" / "deep").mkdir(parents=True)
             (root / "docs" / "deep" / "[k].c").write_text("nothing\n")
             assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)

@@ -27,7 +27,7 @@ from dsh_search import texts
 from dsh_search.methods import era
 from mcp import Client, StdioServerParameters, stdio_client, types
 from tests.support.daemon import Daemon
-from tests.support.processes import processes_named
+from tests.support.processes import TAG_VARIABLE, new_tag, tagged
 from tests.support.trees import project_copy
 
 # The legacy tests use what 2026-07-28 deprecates (roots/list_changed, logging/setLevel) on purpose.
@@ -39,13 +39,15 @@ VERSION = {"auto": era.MODERN_VERSION, "legacy": "2025-11-25"}
 
 
 def params(
-    exe: Path, spill: Path, *args: str, cwd: Path | str = "/", spawns: Path | None = None
+    exe: Path, spill: Path, *args: str, cwd: Path | str = "/", spawns: Path | None = None, tag: str | None = None
 ) -> StdioServerParameters:
     """The daemon as a client configuration names it; with `spawns`, started through a shell that first
-    appends its pid to that file, so a test counts the daemons a connection started."""
+    appends its pid to that file, so a test counts the daemons a connection started; with `tag`, that tag
+    in its environment (tests.support.processes.tagged finds its processes by it)."""
     argv = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), *args]
     if spawns is None:
-        return StdioServerParameters(command=str(exe), args=argv, cwd=str(cwd))
+        env = None if tag is None else {**os.environ, TAG_VARIABLE: tag}
+        return StdioServerParameters(command=str(exe), args=argv, cwd=str(cwd), env=env)
     script = 'echo $$ >> "$0"; exec "$@"'
     return StdioServerParameters(command="/bin/sh", args=["-c", script, str(spawns), str(exe), *argv], cwd=str(cwd))
 
@@ -381,10 +383,11 @@ def test_cancellation_stops_the_search(
     exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path, mode: str
 ) -> None:
     sidecar = f"{exe}-rg"
+    tag = new_tag()
     answered: list[Any] = []
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW, tag=tag), errlog, mode) as c:
 
             async def call() -> None:
                 answered.append(await c.call_tool("grep", {"pattern": slow_pattern}))
@@ -392,11 +395,11 @@ def test_cancellation_stops_the_search(
             async with anyio.create_task_group() as group:
                 group.start_soon(call)
                 with anyio.fail_after(20):
-                    while not processes_named(sidecar):
+                    while not tagged(tag, sidecar):
                         await anyio.sleep(0.05)
                 group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the abandoned call
             with anyio.fail_after(10):
-                while processes_named(sidecar):
+                while tagged(tag, sidecar):
                     await anyio.sleep(0.05)
             assert not answered
             assert [t.name for t in (await c.list_tools()).tools] == ["glob", "grep"]  # the session goes on

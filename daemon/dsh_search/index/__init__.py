@@ -27,7 +27,7 @@ contracts in pyproject.toml check it):
 | `builder.py` | the content index merged from grep's list, on threads | workspace state |
 | `freshness.py` | what changed since indexed, what is in doubt and why (events, checks) | SQLite, ripgrep runs |
 | `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
-| `planner.py` | whether a grep is answered from the index, with which files | storage, spelling |
+| `planner.py` | every gate of the answer-or-walk decision, each "no" a reason (status.Walk) | storage, spelling |
 | `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |
 | `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
 

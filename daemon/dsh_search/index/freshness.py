@@ -460,7 +460,7 @@ class Freshness:
                 self.skipped.add(path)
         return not any(p.startswith(under) for p in self.unknown)
 
-    async def include_reaches_skipped(self, prefix: bytes, under: bytes, include: bytes) -> bool:
+    async def include_reaches_skipped(self, prefix: bytes, under: bytes, include_regex: bytes) -> bool:
         """Whether the include glob lets grep's walk search, under the search root, a file that walk does
         not read without it. ripgrep lets an include override its hidden-file and ignore rules: a hidden
         or ignored file the glob matches is searched, and so is what it matches inside a VCS directory
@@ -474,7 +474,7 @@ class Freshness:
         if self._probes is None or self._probes[0] != watcher.changes:
             probes = [d + b"/" + name if d else name for d in watcher.directories() for name in VCS_NAMES]
             self._probes = (watcher.changes, b"\0" + b"\0".join(probes) + b"\0")
-        reach = Matcher(prefix, under, include)
+        reach = Matcher(prefix, under, include_regex)
         blobs = [blob for blob in (skipped, self._probes[1]) if blob]
         return await asyncio.to_thread(lambda: any(reach.select(blob) for blob in blobs))
 

@@ -6,7 +6,7 @@ client), and asks again on every `notifications/roots/list_changed` (a change th
 request is out is fetched again right after it). Only `file://` roots on this host count
 (session.root_from_uri). With roots known, the first root is the default `cwd` of a search, a
 relative `cwd` or `path` resolves against it, and a search outside every root is refused as one outside
-`allowedRoots` is (`scope`, checked by the engine's `core.locate`).
+`allowedRoots` is (`scope`, checked by the engine's `scope.locate`).
 
 No deadlock, no unbounded wait: each `roots/list` has a timeout (`ROOTS_TIMEOUT_S`); a search that
 arrives while one is out waits for it at most that long (`settled`), then uses what is known. A client

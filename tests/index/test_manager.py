@@ -140,8 +140,10 @@ def test_where_the_index_cannot_be_exact_auto_stays_off(
 
 
 def test_a_network_filesystem_is_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(manager_mod.mounts, "filesystem_type", lambda _path: "nfs4")
-    assert "nfs4 filesystem" in (unsupported_reason(str(tmp_path)) or "")
+    real = os.path.realpath(tmp_path)
+    table = [manager_mod.mounts.Mount(id=1, point=real, fstype="nfs4")]
+    monkeypatch.setattr(manager_mod.mounts, "read", lambda: table)
+    assert "nfs4" in (unsupported_reason(str(tmp_path)) or "")
 
 
 # --- the engine's FileSource ---------------------------------------------------------------------------------

@@ -274,6 +274,14 @@ KEYS: tuple[Key, ...] = (
         "INVALID_ARGS. Empty: no confinement.",
     ),
     Key(
+        "mcpConfine",
+        "bool",
+        True,
+        help="Whether a tool called through MCP (tools/call) is confined to what the client shared: its roots, "
+        "else the workspace (--workdir or the server's directory), plus a cwd the host passes in _meta and the "
+        "spill directory. false: anywhere allowedRoots permits, as the native methods.",
+    ),
+    Key(
         "denyGlobs",
         "list",
         (),
@@ -312,6 +320,7 @@ class Config(NamedTuple):
     index_dir: str
     index_max_bytes: int
     allowed_roots: tuple[str, ...]
+    mcp_confine: bool
     deny_globs: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:

@@ -262,7 +262,9 @@ def test_a_modern_client_with_roots_is_asked_for_them_per_call(tree: Path, tmp_p
                 **with_roots,
             ),
         )
-        assert outside["isError"] and outside["content"][0]["text"] == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+        assert outside["isError"] and outside["content"][0]["text"] == (
+            f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}; this session's roots are {tree}"
+        )
         # Nothing outlives the request: the next call is asked again, and the session has no roots.
         assert d.result("tools/call", modern(call, **with_roots))["resultType"] == "input_required"
         assert d.ctx.session.roots is None

@@ -301,10 +301,22 @@ def test_an_mcp_client_is_told_why_a_search_could_not_start(tree: Path) -> None:
         messages = d.drain(call)
         assert (
             messages[0]["params"]["data"]
-            == "glob: ripgrep was not started: cwd /nope is not a directory the daemon can enter"
+            == "glob: ripgrep was not started: the directory /nope does not exist where dsh-search runs"
         )
+        # The model is told which directory and why (upstream's words, for native calls, blame ripgrep).
         assert messages[1]["result"]["content"][0]["text"] == (
-            "Error: glob could not start its search command (ripgrep launch failed)"  # the model's words: upstream's
+            "Error: glob could not start its search command: the directory /nope does not exist where dsh-search runs"
+        )
+        native = d.call("glob", {"pattern": "*", "cwd": "/nope"})
+        assert native["error"]["data"] == {
+            "code": "SEARCH_FAILED",
+            "text": "Error: glob could not start its search command (ripgrep launch failed)",  # upstream's
+        }
+        plain = tree / "plain.txt"
+        plain.write_text("x")
+        call = d.request("tools/call", {"name": "grep", "arguments": {"pattern": "x"}, "_meta": {"cwd": str(plain)}})
+        assert d.drain(call)[-1]["result"]["content"][0]["text"] == (
+            f"Error: grep could not start its search command: the directory {plain} is not a directory"
         )
 
 

@@ -29,6 +29,7 @@ async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     capabilities = params.get("capabilities") if isinstance(params, dict) else None
     version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
     ctx.session.mcp = isinstance(asked, str)
+    ctx.session.mcp_seen = ctx.session.mcp_seen or ctx.session.mcp
     ctx.session.protocol_version = version if ctx.session.mcp else None
     ctx.session.client_roots = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
     return {

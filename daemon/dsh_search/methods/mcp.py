@@ -153,10 +153,20 @@ def tool_call(ctx: Context, raw: Any) -> tuple[MethodSpec[Context], dict[str, An
     spec = ctx.methods.get(params["name"])
     if spec is None or spec.tool is None or not is_listed(ctx, spec):
         raise invalid_args(f"unknown tool: {params['name']}")
-    arguments = dict(params.get("arguments") or {})
+    arguments = without_nulls(params.get("arguments") or {}, spec.tool.input_schema)
     meta = params.get("_meta") or {}
     for name in spec.tool.host_fields:
         arguments.pop(name, None)  # host-only: a model cannot set them
-        if name in meta:
+        if meta.get(name) is not None:
             arguments[name] = meta[name]
     return spec, arguments
+
+
+def without_nulls(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The model's arguments with every optional one that is `null` left out: null means absent
+    (docs/decisions.md, "Null means absent"). Frameworks (mcp-use) and models in strict structured-output
+    modes send `null` for each optional argument they do not use. A required argument's null is kept,
+    so it fails as a missing value does not: `"pattern" must be a string`. Native calls are not passed
+    through this (upstream's texts)."""
+    required = schema.get("required", ())
+    return {key: value for key, value in arguments.items() if value is not None or key in required}

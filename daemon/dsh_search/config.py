@@ -274,6 +274,16 @@ KEYS: tuple[Key, ...] = (
         "INVALID_ARGS. Empty: no confinement.",
     ),
     Key(
+        "mcpResult",
+        "str",
+        "auto",
+        help="What a tool result carries through MCP: text, the tool's text alone (what agent frameworks hand "
+        "their model as is); full, also an outputSchema per tool with the native result as structuredContent, "
+        "and a capped result's resource_link; auto, full for a client that declares the MCP Apps extension "
+        "(io.modelcontextprotocol/ui: it keeps structured content for its UI and shows the model the text), "
+        "text for every other.",
+    ),
+    Key(
         "mcpConfine",
         "bool",
         True,
@@ -291,6 +301,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
+MCP_RESULT_MODES = ("auto", "text", "full")
 
 
 class Config(NamedTuple):
@@ -320,6 +331,7 @@ class Config(NamedTuple):
     index_dir: str
     index_max_bytes: int
     allowed_roots: tuple[str, ...]
+    mcp_result: str
     mcp_confine: bool
     deny_globs: tuple[str, ...]
 
@@ -401,6 +413,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 value = os.path.abspath(os.path.expanduser(value))
             if key.name == "terminalSearch" and value not in TERMINAL_SEARCH_MODES:
                 raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
+            if key.name == "mcpResult" and value not in MCP_RESULT_MODES:
+                raise ConfigError(f"dsh-search: mcpResult must be one of {', '.join(MCP_RESULT_MODES)}")
             if key.name == "index" and value not in INDEX_MODES:
                 raise ConfigError(f"dsh-search: index must be one of {', '.join(INDEX_MODES)}")
         else:  # list

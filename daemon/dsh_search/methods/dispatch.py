@@ -227,7 +227,8 @@ class Dispatcher:
             log.exception("internal error in %s", spec.name)
             return Error(jsonrpc.INTERNAL_ERROR, "Internal error")
         if target.mcp:
-            value = mcp.success_result(value, resources.link(ctx, value))
+            whole = mcp.full(ctx)
+            value = mcp.success_result(value, resources.link(ctx, value) if whole else None, whole=whole)
         return Success(self._shaped(target, value))
 
     def _shaped(self, target: Target, value: Any) -> Any:

@@ -81,6 +81,7 @@ class Session:
     mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
     protocol_version: str | None = None  # the revision `initialize` answered with (None: no initialize)
     client_roots: bool = False  # the client declared the `roots` capability
+    client_capabilities: dict[str, Any] | None = None  # what its `initialize` declared
     initialized: bool = False  # `notifications/initialized` arrived
     roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
     roots_fetch: asyncio.Task[None] | None = None  # a `roots/list` in flight

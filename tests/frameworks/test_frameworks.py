@@ -32,7 +32,7 @@ from tests.frameworks import scripted_model
 from tests.frameworks.conftest import NODE_PROJECT
 from tests.support.daemon import Daemon
 from tests.support.locations import ROOT
-from tests.support.processes import alive
+from tests.support.processes import alive, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -210,3 +210,65 @@ def test_framework_snippet(
     SIZES.parent.mkdir(exist_ok=True)
     with SIZES.open("a") as f:
         f.write(line)
+
+
+KEEP_ALIVE = """
+import asyncio, os, sys
+
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.models.test import TestModel
+
+
+def live(pids):
+    return sum(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+               for p in pids)
+
+
+async def main(keep_alive):
+    counts = []
+    for _ in range(3):  # a new toolset per run, as a host that builds its agent per request does
+        server = StdioTransport(command="dsh-search", args=["--sample-over-cap-glob-results", "true"], **keep_alive)
+        agent = Agent(TestModel(call_tools=["glob"]), toolsets=[MCPToolset(server)])
+        async with agent:
+            await agent.run("find the guides")
+        spawned = open(os.environ["SPAWNS"]).read().split()
+        counts.append(live(spawned))
+    print(counts)
+
+
+asyncio.run(main({} if sys.argv[1] == "default" else {"keep_alive": False}))
+"""
+
+
+@pytest.mark.parametrize(("keep_alive", "alive_after_each_run"), [("default", [1, 2, 3]), ("off", [0, 0, 0])])
+def test_fastmcp_keep_alive_piles_up_daemons_unless_turned_off(
+    exe: Path, project: Path, tmp_path: Path, pythons: dict[str, Path], keep_alive: str, alive_after_each_run: list[int]
+) -> None:
+    """fastmcp's StdioTransport (under pydantic-ai's MCPToolset) keeps its daemon after `async with` by
+    default, until the event loop ends: a toolset per run piles them up. `keep_alive=False`, as the
+    docs' snippet sets, leaves none. pydantic-ai's own TestModel is the scripted model here."""
+    bin_dir = shim(tmp_path, exe)
+    program = tmp_path / "keep_alive.py"
+    program.write_text(KEEP_ALIVE)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SPAWNS": str(tmp_path / "spawns"),
+    }
+    done = subprocess.run(
+        [str(pythons["mcp2"]), str(program), keep_alive],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.split("\n")[-2] == str(alive_after_each_run), done.stdout
+    spawned = [int(pid) for pid in (tmp_path / "spawns").read_text().split()]
+    assert len(spawned) == 3
+    assert wait_until(lambda: not any(map(alive, spawned)), 5), "daemons outlived the host"
+    assert list((tmp_path / "tmp").iterdir()) == []

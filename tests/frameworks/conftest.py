@@ -7,7 +7,9 @@ import fcntl
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,21 +47,29 @@ def framework_venv(name: str) -> Path:
     return python
 
 
+_POOL = ThreadPoolExecutor(3, thread_name_prefix="install")
+_INSTALLS: dict[str, Future[Any]] = {}
+
+
+def installs() -> dict[str, Future[Any]]:
+    """Both Python framework sets and the Node project, installed side by side (each mostly waits for its
+    registry), started by whichever test needs one first."""
+    if not _INSTALLS:
+        node_bin, npm = node_toolchain()
+        _INSTALLS["mcp1"] = _POOL.submit(framework_venv, "mcp1")
+        _INSTALLS["mcp2"] = _POOL.submit(framework_venv, "mcp2")
+        _INSTALLS["node"] = _POOL.submit(lambda: (npm_ci(npm, NODE_PROJECT), node_bin)[1])
+    return _INSTALLS
+
+
 @pytest.fixture(scope="session")
 def pythons() -> dict[str, Path]:
-    """Both Python framework sets, installed side by side (each is mostly waiting for the registry)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(2) as pool:
-        found = dict(zip(("mcp1", "mcp2"), pool.map(framework_venv, ("mcp1", "mcp2")), strict=True))
-    return found
+    return {name: installs()[name].result() for name in ("mcp1", "mcp2")}
 
 
 @pytest.fixture(scope="session")
 def node() -> str:
-    node_bin, npm = node_toolchain()
-    npm_ci(npm, NODE_PROJECT)
-    return node_bin
+    return str(installs()["node"].result())
 
 
 @pytest.fixture(scope="session")

@@ -672,3 +672,35 @@ def test_a_copy_that_is_only_probed_does_nothing_and_is_gone_at_once(exe: Path, 
     assert not index_dir.exists(), "the probed copy opened an index"
     assert stale.exists(), "the probed copy scanned the spill store"
     assert list(scratch.iterdir()) == [], "the launcher's unpacked runtime was left behind"
+
+
+def test_the_host_environment_reaches_the_daemon_only_through_the_configurations_env(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path
+) -> None:
+    """The SDK starts a server with HOME, LOGNAME, PATH, SHELL, TERM and USER only: a TMPDIR in the host's
+    own environment never reaches the daemon (its runtime is unpacked elsewhere), one in the server's
+    `env` does (docs/troubleshooting.md), and the daemon leaves nothing there."""
+    host_tmp, configured = tmp_path / "host-tmp", tmp_path / "configured-tmp"
+    host_tmp.mkdir()
+    configured.mkdir()
+    project = tree(tmp_path / "p", {"a.md": "alpha\n"})
+
+    async def unpacked_in(env: dict[str, str] | None) -> tuple[list[str], list[str]]:
+        server = params(exe, spill, "--workdir", str(project))
+        server = StdioServerParameters(command=server.command, args=server.args, env=env)
+        async with connect(server, errlog, "legacy") as c:
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "a.md"
+            return [p.name for p in host_tmp.iterdir()], [p.name for p in configured.iterdir()]
+
+    async def main() -> None:
+        os.environ["TMPDIR"] = str(host_tmp)
+        try:
+            in_host, in_configured = await unpacked_in(None)
+            assert in_host == [] and in_configured == []
+            in_host, in_configured = await unpacked_in({"TMPDIR": str(configured)})
+            assert in_host == [] and len(in_configured) == 1 and in_configured[0].startswith("_MEI")
+        finally:
+            del os.environ["TMPDIR"]
+
+    anyio.run(main)
+    assert list(configured.iterdir()) == [], "the daemon left its unpacked runtime behind"

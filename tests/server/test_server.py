@@ -302,6 +302,9 @@ def test_an_mcp_client_is_told_why_a_search_could_not_start(tree: Path) -> None:
         assert messages[1]["result"]["content"][0]["text"] == (
             "Error: glob could not start its search command: the directory /nope does not exist where dsh-search runs"
         )
+        for hostile in ("\0", "x\0y"):  # no such directory can exist: a tool error, never an internal one
+            call = {"name": "grep", "arguments": {"pattern": "x"}, "_meta": {"cwd": hostile}}
+            assert d.result("tools/call", call)["isError"] is True
         native = d.call("glob", {"pattern": "*", "cwd": "/nope"})
         assert native["error"]["data"] == {
             "code": "SEARCH_FAILED",

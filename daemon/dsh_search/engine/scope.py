@@ -63,9 +63,18 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
         if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
             raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
     if scope.shared:
-        shared = scope.shared if cwd is None else (*scope.shared, os.path.realpath(base))
+        shared = scope.shared if cwd is None else (*scope.shared, _real(base))
         reach = (*shared, os.path.realpath(searcher.spill.root))
         if not confined(base, reach) or (path is not None and not confined(os.path.join(base, path), reach)):
             raise failures.invalid_args(texts.outside_shared_roots(shared))
     deny = searcher.deny_globs.for_search(base, path)
     return Where(cwd=base, path=path, named=named, deny=deny, explain=bool(scope.shared))
+
+
+def _real(path: str) -> str:
+    """The real path of a cwd the host passed; a name with a NUL byte stays as it is (no such directory
+    can exist, and the search reports it)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return path

@@ -82,6 +82,11 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "dsh-search", "version": "<version>"}}
+# The same from a client that declares the MCP Apps extension: it gets the whole result (mcpResult auto).
+APPS_ENVELOPE = {
+    **ENVELOPE,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/ui": {}}},
+}
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,6 @@ EXAMPLES: tuple[Example, ...] = (
                         "name": name,
                         "description": f"<{name}'s description>",
                         "inputSchema": f"<{name}'s model-facing params>",
-                        "outputSchema": "<structuredContent: the text the model is shown, {text}>",
                         "annotations": {"readOnlyHint": True},
                     }
                     for name in ("glob", "grep")
@@ -325,16 +329,11 @@ EXAMPLES: tuple[Example, ...] = (
                         "util.py\nLine 2:     return 42  # TODO: cache",
                     }
                 ],
-                "structuredContent": {
-                    "text": "Found 2 matches\n\napp.py\nLine 5:     # TODO: parse args\n\n"
-                    "util.py\nLine 2:     return 42  # TODO: cache",
-                },
                 "isError": False,
-                "_meta": {"dsh-search/result": {"meta": "<as grep's meta>", "spill": None}},
             }
         },
-        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it). "
-        "`structuredContent` is the text; the rest of grep's result is in `_meta`.",
+        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it): "
+        "the text alone, which is what every agent framework hands its model as is (`mcpResult`).",
     ),
     Example(
         "tools/call",
@@ -373,7 +372,7 @@ EXAMPLES: tuple[Example, ...] = (
     Example(
         "tools/call",
         "tools/call",
-        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": ENVELOPE},
+        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": APPS_ENVELOPE},
         {
             "result": {
                 "resultType": "complete",
@@ -393,16 +392,14 @@ EXAMPLES: tuple[Example, ...] = (
                         "size": 64,
                     },
                 ],
-                "structuredContent": {"text": "<the text above>"},
+                "structuredContent": {"text": "<the text above>", "meta": "<glob's meta>", "spill": "<glob's spill>"},
                 "isError": False,
-                "_meta": {
-                    "dsh-search/result": {"meta": "<as glob's meta>", "spill": "<as glob's spill>"},
-                    **SERVER_INFO,
-                },
+                "_meta": SERVER_INFO,
             }
         },
-        title="A capped glob from a 2026-07-28 client: the text names the saved result (for clients that "
-        "ignore links) and a `resource_link` leads to it.",
+        title="A capped glob from a 2026-07-28 client that declares the MCP Apps extension (or any client with "
+        "`mcpResult: full`): the text names the saved result, a `resource_link` leads to it, and the "
+        "structuredContent is glob's native result.",
     ),
     Example(
         "resources/read",

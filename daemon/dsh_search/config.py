@@ -283,6 +283,24 @@ KEYS: tuple[Key, ...] = (
         "INVALID_ARGS. Empty: no confinement.",
     ),
     Key(
+        "mcpResult",
+        "str",
+        "auto",
+        help="What a tool result carries through MCP: text, the tool's text alone (what agent frameworks hand "
+        "their model as is); full, also an outputSchema per tool with the native result as structuredContent, "
+        "and a capped result's resource_link; auto, full for a client that declares the MCP Apps extension "
+        "(io.modelcontextprotocol/ui: it keeps structured content for its UI and shows the model the text), "
+        "text for every other.",
+    ),
+    Key(
+        "mcpConfine",
+        "bool",
+        True,
+        help="Whether a tool called through MCP (tools/call) is confined to what the client shared: its roots, "
+        "else the workspace (--workdir or the server's directory), plus a cwd the host passes in _meta and the "
+        "spill directory. false: anywhere allowedRoots permits, as the native methods.",
+    ),
+    Key(
         "denyGlobs",
         "list",
         (),
@@ -293,6 +311,7 @@ KEYS: tuple[Key, ...] = (
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 GREP_PROFILES = ("upstream", "extended")  # engine/request.py PROFILES: which grep parameters a model sees
+MCP_RESULT_MODES = ("auto", "text", "full")
 
 
 class Config(NamedTuple):
@@ -323,6 +342,8 @@ class Config(NamedTuple):
     index_dir: str
     index_max_bytes: int
     allowed_roots: tuple[str, ...]
+    mcp_result: str
+    mcp_confine: bool
     deny_globs: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:
@@ -405,6 +426,8 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
             if key.name == "grepProfile" and value not in GREP_PROFILES:
                 raise ConfigError(f"dsh-search: grepProfile must be one of {', '.join(GREP_PROFILES)}")
+            if key.name == "mcpResult" and value not in MCP_RESULT_MODES:
+                raise ConfigError(f"dsh-search: mcpResult must be one of {', '.join(MCP_RESULT_MODES)}")
             if key.name == "index" and value not in INDEX_MODES:
                 raise ConfigError(f"dsh-search: index must be one of {', '.join(INDEX_MODES)}")
         else:  # list

@@ -258,6 +258,20 @@ def one_of(name: str, values: list[str]) -> str:
 
 
 OUTSIDE_ALLOWED_ROOTS = "path is outside the allowed roots"
+
+
+def outside_shared_roots(roots: tuple[str, ...]) -> str:
+    """A model's call through MCP named a place outside what its session shares (docs/mcp.md, "Roots and
+    workspace"): the refusal of a place outside allowedRoots, then where the model may look."""
+    return f"{OUTSIDE_ALLOWED_ROOTS}; this session's roots are {', '.join(roots)}"
+
+
+def cannot_enter(tool: str, directory: str, reason: str) -> str:
+    """Not upstream's words (theirs: could_not_start) but its start: a model's call through MCP whose
+    working directory (the client's root, the host's cwd) cannot be entered where the daemon runs."""
+    return f"{tool} could not start its search command: the directory {directory} {reason}"
+
+
 # Not upstream's: the daemon was started in / with no --workdir, and no MCP client roots are known, so a
 # search without an absolute cwd or path would walk the whole disk (docs/mcp.md, "Roots and workspace").
 NO_WORKSPACE = (

@@ -35,6 +35,7 @@ from dsh_search.methods import (
     resources,
     roots,
     scrollback,
+    session,
     spill_read,
     subscriptions,
     tools,
@@ -160,6 +161,7 @@ def assemble(
         stdout_fd=stdout_fd,
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
+        eof_window=lambda: session.eof_window(ctx.session),
     )
     ctx.control = server
     ctx.peer = server

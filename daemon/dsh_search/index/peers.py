@@ -64,6 +64,7 @@ log = logging.getLogger("dsh_search.index")
 PROTOCOL = 2  # see the versions in the header
 ASK_TIMEOUT_S = 2.0  # past it, a guest's search walks
 MAX_MESSAGE = 1 << 30
+NOTICE = 25  # between info and warning: shown at the default log level (MCP's "notice")
 OWNER_LOCK = "owner.lock"
 
 
@@ -254,6 +255,7 @@ class Owner:
         self._answer = answer
         self._server: asyncio.AbstractServer | None = None
         self.served = 0  # questions answered for guests
+        self._guests = 0  # guests connected now
 
     async def start(self) -> bool:
         """Listen for guests; False when the address is taken (a stale owner's, or a stranger's)."""
@@ -268,12 +270,40 @@ class Owner:
         if self._server is not None:
             self._server.close()
             self._server = None
+            if self._guests:
+                # Normal life (several agents on one repository, one leaving first): one notice, no more.
+                # The connections end with the daemon; each guest walks, and the next one to search takes
+                # the index over.
+                log.log(
+                    NOTICE,
+                    "workspace index: this daemon owned it and leaves with %d other daemon%s using it; "
+                    "the next of them to search takes it over",
+                    self._guests,
+                    "" if self._guests == 1 else "s",
+                )
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         try:
             if sock is None or _peer_uid(sock) != os.getuid():
                 return  # only a process of this user is answered
+            self._guests += 1
+            try:
+                await self._converse(reader, writer)
+            finally:
+                self._guests -= 1
+        except asyncio.CancelledError:
+            # The owner is exiting with this guest connected (the loop cancels the connection's task):
+            # said once by `close`, never as a traceback. Not raised again: asyncio's stream server would
+            # log a cancelled connection task as an error.
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer one guest's questions until it goes."""
+        try:
             while True:
                 try:
                     request = await _read(reader)
@@ -283,9 +313,6 @@ class Owner:
                 await writer.drain()
         except (ConnectionError, ValueError, OSError):
             return
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
 
     async def _reply(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != PROTOCOL:

@@ -118,6 +118,14 @@ HOST_FIELDS: dict[str, dict[str, Any]] = {
 # it: "" is a session id like any other (its artifacts go to session-<sha256("")[:12]>, as upstream's).
 
 
+def model_schema(properties: dict[str, dict[str, Any]], required: tuple[str, ...]) -> dict[str, Any]:
+    """A tool's model-facing input schema: each optional property says `nullable` (a keyword JSON Schema
+    ignores), which frameworks that otherwise make every property required read (smolagents); a null
+    they send is taken as absent (methods/mcp.py)."""
+    marked = {name: prop if name in required else {**prop, "nullable": True} for name, prop in properties.items()}
+    return object_schema(marked, list(required))
+
+
 def _file_tool(
     name: str,
     summary: str,
@@ -142,7 +150,7 @@ def _file_tool(
         errors=errors,
         tool=Tool(
             describe=describe,
-            input_schema=object_schema(model_properties, list(required)),
+            input_schema=model_schema(model_properties, required),
             run=run,
             progress=progress,
             host_fields=host_fields,
@@ -306,7 +314,7 @@ TERMINAL_SEARCH = MethodSpec[Context](
     wellformed=False,  # session ids are keys, compared as sent; engine/terminal.py refuses lone surrogates
     tool=Tool(
         describe=lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION,
-        input_schema=TERMINAL_SEARCH_PARAMS,
+        input_schema=model_schema(TERMINAL_SEARCH_PARAMS["properties"], tuple(TERMINAL_SEARCH_PARAMS["required"])),
         run=run_terminal_search,
         progress=lambda _tally: "terminal_search: searching",
         listed=terminal_search_listed,

@@ -6,7 +6,8 @@ concurrently and answer in any order; `$/cancelRequest` (LSP) and `notifications
 cancel the task; the task's own cancellation stops whatever it started (the engine terminates its rg
 process group).
 
-Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0; `exit` and
+Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0
+(an MCP client's session, which ends with its input, allows them a short window instead: `eof_window`); `exit` and
 SIGTERM/SIGINT/SIGHUP abort running requests (their rg groups terminated: SIGTERM, SIGKILL after
 graceMs) and exit 0 within graceMs + 1 s. If the host stops reading our stdout (its end of the pipe is
 closed), nobody can hear the answers, so the daemon aborts and exits the same way.
@@ -56,8 +57,12 @@ class Server:
         stdout_fd: int = 1,
         on_exit: Callable[[], None] | None = None,
         handle_signals: bool = True,
+        eof_window: Callable[[], float | None] | None = None,
     ) -> None:
         self._grace_s = grace_s
+        # At stdin EOF: how long the requests still running may take to finish before they are aborted
+        # (None: as long as each takes, within its own bounds). Asked when the EOF arrives.
+        self._eof_window = eof_window
         self._decoder = Decoder(max_message_bytes, framing)
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
@@ -100,10 +105,15 @@ class Server:
         self.outgoing.close()  # nothing waits on a peer that is going away
         drained = asyncio.ensure_future(self.requests.drained())
         if reason == "eof":
-            # The host closed its end of stdin: answer what is running, then go (unless told otherwise).
+            # The host closed its end of stdin: answer what is running, then go (unless told otherwise) —
+            # or, when the session says its client has gone with its input (an MCP client), within the
+            # window it allows.
+            window = self._eof_window() if self._eof_window is not None else None
             aborted = asyncio.ensure_future(self._abort.wait())
-            await asyncio.wait({drained, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({drained, aborted}, timeout=window, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
+            if not drained.done():
+                log.info("input closed: aborting the requests still running")
         self.requests.abort_all()
         await asyncio.wait({drained}, timeout=self._grace_s + 0.5)
         drained.cancel()

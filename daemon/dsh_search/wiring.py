@@ -152,6 +152,7 @@ def assemble(
         stdout_fd=stdout_fd,
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
+        relayed=config.remote,
     )
     ctx.control = server
     ctx.peer = server

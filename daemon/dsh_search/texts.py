@@ -138,6 +138,14 @@ INCLUDE_EMPTY = "include must be a non-empty glob when given"
 INCLUDE_NEGATED = 'include must be a positive glob filter; negated patterns ("!…") are not supported'
 INCLUDE_LIST = "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
 OUTSIDE_ALLOWED_ROOTS = "path is outside the allowed roots"
+
+
+def cannot_enter(tool: str, directory: str, reason: str) -> str:
+    """Not upstream's words (theirs: could_not_start) but its start: a model's call through MCP whose
+    working directory (the client's root, the host's cwd) cannot be entered where the daemon runs."""
+    return f"{tool} could not start its search command: the directory {directory} {reason}"
+
+
 # Not upstream's: the daemon was started in / with no --workdir, and no MCP client roots are known, so a
 # search without an absolute cwd or path would walk the whole disk (docs/mcp.md, "Roots and workspace").
 NO_WORKSPACE = (

@@ -100,7 +100,7 @@ def cache(tmp_path: Path) -> Path:
 def _wrapper(tmp_path: Path, name: str, body: str) -> str:
     """A launcher that puts `body` (a filter of stdin) before the installer."""
     path = tmp_path / name
-    path.write_text(f"#!/bin/sh\n{body} | \"$@\"\n")
+    path.write_text(f'#!/bin/sh\n{body} | "$@"\n')
     path.chmod(0o755)
     return str(path)
 

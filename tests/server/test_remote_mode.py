@@ -60,6 +60,21 @@ def test_a_remote_footer_says_where_the_saved_result_can_be_read(tree: Path) -> 
         assert [t["name"] for t in d.result("tools/list")["tools"]] == ["glob", "grep"]
 
 
+def test_a_remote_daemon_names_a_cwd_it_does_not_have(tree: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "on-the-host-only"
+    with InProcessDaemon(workdir=tree, remote=True) as d:
+        for tool in ("grep", "glob"):
+            failed = d.call(tool, {"pattern": "x", "cwd": str(missing)})
+            assert failed["error"]["data"] == {
+                "code": "SEARCH_FAILED",
+                "text": f"Error: {tool} could not start its search command: the directory {missing} does not "
+                "exist where dsh-search runs",
+            }
+    with InProcessDaemon(workdir=tree) as d:  # locally, upstream's words
+        failed = d.call("grep", {"pattern": "x", "cwd": str(missing)})
+        assert failed["error"]["data"]["text"] == "Error: " + texts.could_not_start("grep")
+
+
 @pytest.fixture(scope="module")
 def slow_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_slow_corpus(tmp_path_factory.mktemp("slow"), files=2)

@@ -162,7 +162,11 @@ def sshd_binary() -> tuple[Path, list[Path]]:
             depends = _run(["apt-cache", "depends", "--no-pre-depends", "openssh-server"]).stdout
             libraries = sorted(set(re.findall(r"^\s*Depends: (lib\S+)$", depends, re.MULTILINE)))
             installed = _run(["dpkg-query", "-W", "-f", "${Package} ${Status}\\n", *libraries]).stdout
-            wanted = [p for p in libraries if not re.search(rf"^{re.escape(p)}(:\S+)? install ok installed$", installed, re.M)]
+            wanted = [
+                lib
+                for lib in libraries
+                if not re.search(rf"^{re.escape(lib)}(:\S+)? install ok installed$", installed, re.MULTILINE)
+            ]
             if wanted:
                 _download(wanted, staging)
             shutil.rmtree(CACHE, ignore_errors=True)
@@ -292,13 +296,12 @@ class Machine:
         known = f"[{address}]:{port}" if port != 22 else address
         (client / "known_hosts").write_text(f"{known} {host_key}\n")
         (client / "ssh_config").write_text(
-            SSH_CONFIG.format(
-                address=address, port=port, key=client / "user_key", known_hosts=client / "known_hosts"
-            )
+            SSH_CONFIG.format(address=address, port=port, key=client / "user_key", known_hosts=client / "known_hosts")
         )
         argv = [*prefix, "unshare", "--mount", "--propagation", "slave", "sh", "-c", SETUP, "setup"]
         argv += [str(self.dir), str(self.dist or ""), sshd_path, lib_path]
-        self.sshd = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        with self.log.open("ab") as log:
+            self.sshd = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 20
         while "Server listening" not in self.log.read_text(errors="replace"):
             if self.sshd.poll() is not None or time.monotonic() > deadline:
@@ -313,9 +316,7 @@ class Machine:
 
     def run(self, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A shell command on the far side."""
-        return subprocess.run(
-            [*self.launcher(), command], capture_output=True, text=True, timeout=timeout, check=False
-        )
+        return subprocess.run([*self.launcher(), command], capture_output=True, text=True, timeout=timeout, check=False)
 
     def _namespace(self) -> str | None:
         if self.sshd is None:

@@ -28,6 +28,7 @@ class Where(NamedTuple):
     path: str | None  # the search root as the caller wrote it
     named: str | None = None  # the directory as the host named it, when it must be checked against cwd
     deny: DenyCheck | None = None  # denyGlobs for this search's results, when configured
+    explain: bool = False  # a cwd that cannot be entered is named in the error (run.preflight)
 
 
 def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) -> Where:
@@ -54,4 +55,7 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
 
         if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
             raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path, named=named, deny=searcher.deny_globs.for_search(base, path))
+    deny = searcher.deny_globs.for_search(base, path)
+    # A daemon its host reaches through a channel (`remote`): a directory the host named may well exist on
+    # the host's machine only, so the error names it.
+    return Where(cwd=base, path=path, named=named, deny=deny, explain=searcher.config.remote)

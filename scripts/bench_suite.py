@@ -581,9 +581,11 @@ def run_cold_start(b: Bench) -> None:
 REMOTE_IDS = ("remote-ping", "remote-grep", "remote-start")
 
 
-def echo_sampler(client: StdioClient) -> Sampler:
-    """One ping-sized line through `cat` and back: what the channel alone costs a call."""
-    return lambda: seconds(lambda: client.request("ping"))
+def echo_sampler(client: StdioClient, size: int = 0) -> Sampler:
+    """A request through `cat` and back, padded to about `size` bytes (the answer's size): what the channel
+    alone costs a call."""
+    params = {"pad": "x" * size} if size else None
+    return lambda: seconds(lambda: client.request("echo", params))
 
 
 def run_remote(b: Bench) -> None:
@@ -679,18 +681,22 @@ def run_remote(b: Bench) -> None:
                 )
             if b.wanted("remote-grep", "remote"):
                 params = {"pattern": "TODO", "path": "d1"}
+                answer = len(json.dumps(clients["daemon, local pipe"].request("grep", params)))
                 samplers = {
                     name: mean(lambda c=clients[name]: seconds(lambda: c.result("grep", params)))
                     for name in list(clients)[:2]
                 }
-                samplers.update({name: mean(fn) for name, fn in echo.items()})
+                samplers.update(
+                    {name: mean(echo_sampler(clients[name], answer)) for name in ("cat through ssh", "cat, local pipe")}
+                )
                 b.add(
                     cpu_per_call(
                         lambda samplers=samplers: channel(
                             Result(
                                 "remote-grep",
                                 "remote",
-                                "grep `TODO` in a 10-file directory (200 matches) through ssh vs a local pipe",
+                                "grep `TODO` in a 10-file directory (200 matches) through ssh vs a local pipe; cat: an "
+                                "answer's bytes through the channel alone",
                                 interleave(samplers, b.rounds),
                                 "daemon, local pipe",
                                 [Check("beyond_channel_ms", 0.5)],

@@ -167,3 +167,16 @@ def test_the_installer_refuses_a_cache_planted_by_another_user(machine: Machine,
         assert list(cache.iterdir()) == []
     finally:
         subprocess.run(["rm", "-rf", str(cache)], check=True)
+
+
+def test_a_transfer_cut_on_the_way_installs_nothing(machine: Machine, dist_dir: Path, tmp_path: Path) -> None:
+    """The host's end of the channel stops after 1 MB (a dropped connection, a host killed mid-transfer):
+    the far side counts what arrived, says so, and keeps nothing of it."""
+    cut = tmp_path / "cut-ssh"
+    cut.write_text('#!/bin/sh\nhead -c 1000000 | exec "$@"\n')
+    cut.chmod(0o755)
+    builds = machine.home / ".cache" / "dsh-search" / "builds"
+    subprocess.run(["rm", "-rf", str(builds)], check=True)
+    with pytest.raises(InstallError, match=r"^the transfer was cut short: 1000000 of \d+ bytes arrived$"):
+        run(install_remote([str(cut), *machine.launcher()], dist_dir, launcher_quote="shell"))
+    assert list(builds.iterdir()) == []

@@ -507,7 +507,8 @@ func (c *Client) spawn(exe string, args []string) error {
 	return nil
 }
 
-// Pid is the process id of the daemon (with PyInstaller onefile: of its launcher).
+// Pid is the process id of the daemon (with PyInstaller onefile: of its launcher); with Options.Launcher, the
+// launcher's (ssh's, docker's, …): a signal to it ends the channel, and so the daemon.
 func (c *Client) Pid() int { return c.cmd.Process.Pid }
 
 // Exited is closed once the daemon process has exited.

@@ -98,3 +98,35 @@ func TestLauncherOptionsAreChecked(t *testing.T) {
 		t.Fatalf("a build without files: %v", err)
 	}
 }
+
+func TestInstallFillsAnEmptyCacheReusesAFullOneAndReportsACutTransfer(t *testing.T) {
+	// The installer runs through a local launcher (env sets the cache); a fake build stands in for the daemon.
+	root := t.TempDir()
+	build := filepath.Join(root, "build")
+	must(t, os.Mkdir(build, 0o755))
+	must(t, os.WriteFile(filepath.Join(build, "dsh-search"), []byte("#!/bin/sh\necho \"dsh-search 0.0 (fake)\"\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(build, "dsh-search-rg"), make([]byte, 300_000), 0o755))
+	cache := filepath.Join(root, "cache")
+	launcher := []string{"env", "XDG_CACHE_HOME=" + cache}
+	ctx := context.Background()
+	path, err := Install(ctx, InstallOptions{Launcher: launcher, Build: build})
+	must(t, err)
+	if dir := filepath.Dir(path); filepath.Dir(dir) != filepath.Join(cache, "dsh-search", "builds") || len(filepath.Base(dir)) != 64 {
+		t.Fatalf("installed at %q", path)
+	}
+	if again, err := Install(ctx, InstallOptions{Launcher: launcher, Build: build}); err != nil || again != path {
+		t.Fatalf("the full cache: %q %v", again, err)
+	}
+	cut := filepath.Join(root, "cut")
+	must(t, os.WriteFile(cut, []byte("#!/bin/sh\nhead -c 1000 | \"$@\"\n"), 0o755))
+	must(t, os.RemoveAll(filepath.Join(cache, "dsh-search", "builds")))
+	var installErr *InstallError
+	_, err = Install(ctx, InstallOptions{Launcher: append([]string{cut}, launcher...), Build: build})
+	if !errors.As(err, &installErr) || !strings.HasPrefix(installErr.Message, "the transfer was cut short: 1000 of ") {
+		t.Fatalf("a cut transfer: %v", err)
+	}
+	_, err = Install(ctx, InstallOptions{Launcher: []string{"sh", "-c", "exit 255"}, Build: build})
+	if !errors.As(err, &installErr) || installErr.ExitCode != 255 {
+		t.Fatalf("a launcher that fails: %v", err)
+	}
+}

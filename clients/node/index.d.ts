@@ -334,7 +334,7 @@ export declare class Client {
 
   /** The answer to initialize: versions, the effective `config`, `instructions` (null with `initialize: false`). */
   readonly initializeResult: InitializeResult | null;
-  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  /** The daemon's process id (of the PyInstaller onefile launcher); with a `launcher`, the launcher's. */
   readonly pid: number | null;
   /** `{code, signal}` once the daemon has exited, else null. */
   readonly exitStatus: ExitStatus | null;

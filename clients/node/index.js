@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { accessSync, constants, createReadStream, readFileSync, statSync } from 'node:fs';
 import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
 
 import {
   CancellationTokenSource,
@@ -313,12 +314,12 @@ export async function installRemote({ launcher, build, launcherQuote = 'auto', e
         break;
       }
       if (word === 'send') {
-        for (const path of [exe, rg]) {
-          for await (const chunk of createReadStream(path)) {
-            if (!child.stdin.write(chunk)) await new Promise((done) => child.stdin.once('drain', done).once('close', done));
-          }
+        try {
+          await pipeline(createReadStream(exe), child.stdin, { end: false });
+          await pipeline(createReadStream(rg), child.stdin);
+        } catch {
+          // the far side gave up reading: its error line says why
         }
-        child.stdin.end();
       }
     }
   } finally {
@@ -493,7 +494,7 @@ export class Client {
     this.#options = checkedOptions(options);
   }
 
-  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  /** The daemon's process id (of the PyInstaller onefile launcher); with a `launcher`, the launcher's. */
   get pid() {
     return this.#child?.pid ?? null;
   }

@@ -75,6 +75,24 @@ def test_a_remote_daemon_names_a_cwd_it_does_not_have(tree: Path, tmp_path: Path
         assert failed["error"]["data"]["text"] == "Error: " + texts.could_not_start("grep")
 
 
+def test_a_remote_daemon_names_a_client_root_it_does_not_have(tmp_path: Path) -> None:
+    """An MCP client's roots are the host's directories: one the daemon's machine lacks is named."""
+    missing = tmp_path / "the-hosts-checkout"
+    with InProcessDaemon(workdir=tmp_path, workdir_given=False, remote=True) as d:
+        d.result("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}})
+        d.notify("notifications/initialized")
+        asked = d.next_response()
+        while asked.get("method") != "roots/list":
+            asked = d.next_response()
+        d.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": missing.as_uri()}]}})
+        failed = d.call("tools/call", {"name": "grep", "arguments": {"pattern": "x"}})["result"]
+        assert failed["isError"] is True
+        assert failed["content"][0]["text"] == (
+            f"Error: grep could not start its search command: the directory {missing} does not exist where "
+            "dsh-search runs"
+        )
+
+
 @pytest.fixture(scope="module")
 def slow_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_slow_corpus(tmp_path_factory.mktemp("slow"), files=2)

@@ -505,6 +505,36 @@ describe('launchers', () => {
     assert.deepEqual(out.split('\0').slice(0, -1), args);
   });
 
+  test('installRemote fills an empty cache, reuses a full one, and reports a cut transfer', async () => {
+    // The installer runs through a local launcher (env sets the cache); a fake build stands in for the daemon.
+    const root = mkdtempSync(join(tmpdir(), 'dsh-install-'));
+    const build = join(root, 'build');
+    mkdirSync(build);
+    writeFileSync(join(build, 'dsh-search'), '#!/bin/sh\necho "dsh-search 0.0 (fake)"\n', { mode: 0o755 });
+    writeFileSync(join(build, 'dsh-search-rg'), Buffer.alloc(300_000, 7), { mode: 0o755 });
+    const cache = join(root, 'cache');
+    const launcher = ['env', `XDG_CACHE_HOME=${cache}`];
+    try {
+      const path = await lib.installRemote({ launcher, build });
+      assert.match(path, new RegExp(`^${cache}/dsh-search/builds/[0-9a-f]{64}/dsh-search$`));
+      assert.equal(await lib.installRemote({ launcher, build }), path);
+      const cut = join(root, 'cut');
+      writeFileSync(cut, '#!/bin/sh\nhead -c 1000 | "$@"\n', { mode: 0o755 });
+      rmSync(join(cache, 'dsh-search', 'builds'), { recursive: true });
+      await assert.rejects(lib.installRemote({ launcher: [cut, ...launcher], build }), (err) => {
+        assert.ok(err instanceof lib.InstallError, err);
+        assert.match(err.message, /^the transfer was cut short: 1000 of \d+ bytes arrived$/);
+        return true;
+      });
+      await assert.rejects(lib.installRemote({ launcher: ['sh', '-c', 'exit 255'], build }), {
+        name: 'InstallError',
+        exitCode: 255,
+      });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test('launcher options are checked when the client is made', () => {
     const base = { sampleOverCapGlobResults: true };
     assert.throws(() => new Client({ ...base, launcher: 'ssh host' }), /launcher must be a non-empty array of strings/);

@@ -550,7 +550,8 @@ class Client:
 
     @property
     def pid(self) -> int | None:
-        """The daemon's process id (of the PyInstaller onefile launcher), once started."""
+        """The daemon's process id (of the PyInstaller onefile launcher), once started; with a `launcher`, the
+        launcher's (ssh's, docker's, …): a signal to it ends the channel, and so the daemon."""
         return self._proc.pid if self._proc is not None else None
 
     @property

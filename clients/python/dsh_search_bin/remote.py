@@ -158,7 +158,7 @@ async def install_remote(
     errors = asyncio.create_task(_tail(proc, stderr))
     done = False
     try:
-        path = await _converse(proc, exe, rg, stderr)
+        path = await _converse(proc, exe, rg, stderr, errors)
         done = True
         return path
     finally:
@@ -184,7 +184,9 @@ async def _tail(proc: asyncio.subprocess.Process, lines: deque[str]) -> None:
         lines.append(line.decode("utf-8", "replace"))
 
 
-async def _converse(proc: asyncio.subprocess.Process, exe: Path, rg: Path, stderr: deque[str]) -> str:
+async def _converse(
+    proc: asyncio.subprocess.Process, exe: Path, rg: Path, stderr: deque[str], errors: asyncio.Task[None]
+) -> str:
     assert proc.stdin is not None and proc.stdout is not None
     async for raw in proc.stdout:
         line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
@@ -208,6 +210,8 @@ async def _converse(proc: asyncio.subprocess.Process, exe: Path, rg: Path, stder
                 proc.stdin.close()
                 await proc.stdin.wait_closed()
     returncode = await proc.wait()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(errors), 2)  # the launcher's last words, read to their end
     tail = "".join(stderr).strip()
     raise InstallError(
         f"the installer ended (status {returncode}) without saying the build is in place"

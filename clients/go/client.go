@@ -355,6 +355,9 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if err := checkLauncher(opts.Launcher, opts.LauncherQuote); err != nil {
 		return nil, err
 	}
+	if opts.SampleOverCapGlobResults == nil && !hasFlag(opts.Args, "--sample-over-cap-glob-results", "--config") {
+		return nil, errors.New("dsh-search: Options.SampleOverCapGlobResults is required (or pass the flag or --config in Args)")
+	}
 	var exe string
 	var err error
 	switch {
@@ -378,8 +381,6 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	args := []string{"--framing", "ndjson"}
 	if opts.SampleOverCapGlobResults != nil {
 		args = append(args, "--sample-over-cap-glob-results", strconv.FormatBool(*opts.SampleOverCapGlobResults))
-	} else if !hasFlag(opts.Args, "--sample-over-cap-glob-results", "--config") {
-		return nil, errors.New("dsh-search: Options.SampleOverCapGlobResults is required (or pass the flag or --config in Args)")
 	}
 	if opts.Workdir != "" {
 		args = append(args, "--workdir="+opts.Workdir) // one argument: a directory may start with "-"

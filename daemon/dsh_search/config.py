@@ -202,6 +202,7 @@ KEYS: tuple[Key, ...] = (
         "spillRetrievalHint",
         "str",
         texts.DEFAULT_RETRIEVAL_HINT,
+        default_text=f'"{texts.DEFAULT_RETRIEVAL_HINT}"; with remote: "{texts.REMOTE_RETRIEVAL_HINT}"',
         help="The sentence after the locator in a capped search's footer, telling the model how to read "
         "the saved result.",
     ),
@@ -234,9 +235,21 @@ KEYS: tuple[Key, ...] = (
         "notifications/tools/list_changed); always; never. The native method is served in every mode.",
     ),
     Key(
+        "remote",
+        "bool",
+        False,
+        help="Whether the daemon runs on another machine than its host and is started through a channel (ssh, "
+        "docker exec, kubectl exec, wsl.exe): the host cannot open the daemon's paths, so a capped search's "
+        "footer says where the saved result can be read (the default of spillRetrievalHint) and readTool "
+        "defaults to true; and at stdin EOF, while searches still run, the daemon writes a notification "
+        "($/dsh-search/draining) once a second, so that a channel whose host has died notices it and closes, "
+        "which stops them. The clients pass it when they are given a launcher (docs/hosts.md).",
+    ),
+    Key(
         "readTool",
         "bool",
         False,
+        default_text="false; true with remote",
         help="Whether tools/list offers read, a file reader with numbered lines and offset/limit paging, "
         "confined as searches are (spill artifacts included), for hosts that have no reader of their own: "
         'the search tools\' texts tell the model to "use read". The native method is served either way.',
@@ -336,6 +349,7 @@ class Config(NamedTuple):
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     terminal_search: str
+    remote: bool
     read_tool: bool
     grep_profile: str
     index_mode: str  # the key `index`
@@ -442,6 +456,12 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
             else:
                 value = tuple(value)
         resolved[_attr(key.name)] = value
+    if resolved["remote"]:
+        # The defaults of a daemon its host reaches through a channel: the host cannot open its paths.
+        if values.get("spillRetrievalHint") is None:
+            resolved["spill_retrieval_hint"] = texts.REMOTE_RETRIEVAL_HINT
+        if values.get("readTool") is None:
+            resolved["read_tool"] = True
     return Config(**resolved)
 
 

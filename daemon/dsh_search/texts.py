@@ -344,6 +344,12 @@ STDERR_TRUNCATED = " [stderr truncated]"
 # --- spill ----------------------------------------------------------------------------------------------
 
 DEFAULT_RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
+# Not upstream's: the hint of a daemon started through a channel (`remote`), whose paths the host's own file
+# tools cannot open.
+REMOTE_RETRIEVAL_HINT = (
+    "The path is on the machine where dsh-search runs, which the host's own file tools cannot open: read it "
+    "with dsh-search's read tool (offset/limit), or grep this path to search within it."
+)
 
 # Not upstream's (upstream has no MCP resources): the spill artifacts' resource template
 # (methods/resources.py), which a host may show its model.

@@ -162,6 +162,7 @@ def assemble(
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
         eof_window=lambda: session.eof_window(ctx.session),
+        relayed=config.remote,
     )
     ctx.control = server
     ctx.peer = server

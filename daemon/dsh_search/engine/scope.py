@@ -68,7 +68,10 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
         if not confined(base, reach) or (path is not None and not confined(os.path.join(base, path), reach)):
             raise failures.invalid_args(texts.outside_shared_roots(shared))
     deny = searcher.deny_globs.for_search(base, path)
-    return Where(cwd=base, path=path, named=named, deny=deny, explain=bool(scope.shared))
+    # A directory that cannot be entered is named when the call came through MCP (a model's, with roots
+    # shared) or the daemon's host reaches it through a channel (`remote`: the directory may well exist on
+    # the host's machine only).
+    return Where(cwd=base, path=path, named=named, deny=deny, explain=bool(scope.shared) or searcher.config.remote)
 
 
 def _real(path: str) -> str:

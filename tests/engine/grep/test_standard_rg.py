@@ -325,3 +325,15 @@ def test_a_search_reads_the_standard_output_unless_it_must_not(
         for child in case.iterdir():
             child.unlink()
         case.rmdir()
+
+
+@pytest.mark.parametrize("name", ["0", "12", "f.c"])
+def test_a_named_binary_files_message_is_never_read_as_a_line(rg_path: str, tmp_path: Path, name: str) -> None:
+    """ripgrep's message for a named file holding a NUL (`<name>: binary file matches …`) reads as line 0 (or
+    12) of that file when its name is digits: the reading is unsure of it, and the search asks --json, which
+    prints the file's lines (found by the property test above, with a file named `0`)."""
+    write(tmp_path, {name.encode(): b"static\nstatic\n" + b"x\n" * 5000 + b"\0 static after\n"})
+    std, _ = rg(rg_path, tmp_path, [*grep_argv.STANDARD, "--regexp=static", "--", name])
+    assert b"binary file matches" in std
+    with pytest.raises(rgstd.Unsure):
+        read_std(std, tmp_path, "static", random.Random(0))

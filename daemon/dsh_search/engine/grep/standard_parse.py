@@ -96,6 +96,8 @@ _LONG_ESCAPE = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
 _BINARY_WARNING = re.compile(
     rb': WARNING: stopped searching binary file after match \(found "\\0" byte around offset ([0-9]+)\)\Z'
 )
+# ripgrep's message for a file named as the search's path that holds a NUL (`--json` prints its lines).
+_NAMED_BINARY = re.compile(rb': binary file matches \(found "\\0" byte around offset [0-9]+\)\Z')
 # A line as the printer writes it starts so. A warning that does too — its file's name is digits, or digits
 # and `: ` then more — could be a line of that file: the reading is unsure of it.
 _LINE_START = re.compile("[0-9]+: ")
@@ -402,6 +404,9 @@ def _piece(
     `\r\n`, its part of the --json size)."""
     binary_offset = None
     last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
+    if body.startswith(raw_path, last_start) and _NAMED_BINARY.match(body, last_start + len(raw_path), len(body) - 1):
+        # A named binary file's message; when the file's name is digits it reads as a line as well.
+        raise Unsure("a binary file's message")
     if not 48 <= body[last_start] <= 57 or body.startswith(raw_path + b": WARNING: ", last_start):
         # The last line may be ripgrep's warning that a NUL stopped the search of this file.
         warning = _BINARY_WARNING.match(body, last_start + len(raw_path), len(body) - 1)

@@ -332,8 +332,8 @@ def test_a_named_binary_files_message_is_never_read_as_a_line(rg_path: str, tmp_
     """ripgrep's message for a named file holding a NUL (`<name>: binary file matches …`) reads as line 0 (or
     12) of that file when its name is digits: the reading is unsure of it, and the search asks --json, which
     prints the file's lines (found by the property test above, with a file named `0`)."""
-    write(tmp_path, {name.encode(): b"static\nstatic\n" + b"x\n" * 5000 + b"\0 static after\n"})
+    write(tmp_path, {name.encode(): b"static\nstatic\n" + b"x\n" * 45000 + b"\0 static after\n"})
     std, _ = rg(rg_path, tmp_path, [*grep_argv.STANDARD, "--regexp=static", "--", name])
-    assert b"binary file matches" in std
+    assert b"binary file matches" in std and b"2: static" in std  # past the first buffer: lines, then the message
     with pytest.raises(rgstd.Unsure):
         read_std(std, tmp_path, "static", random.Random(0))

@@ -285,6 +285,11 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     warnings = any("0" <= path[0] <= "9" for path in paths) and (
         max(map(str.find, parts, repeat(": WARNING: "), map(max, lasts, nuls))) >= 0
     )
+    if ": binary file matches (" in whole:  # a named binary file's message, which may read as a line
+        for i, part in enumerate(parts):
+            start = nuls[i] + 1 if lasts[i] < 0 else lasts[i] + len(NL_HEAD)
+            if part.startswith(paths[i], start) and _NAMED_BINARY.match(part[start + len(paths[i]) :].encode()):
+                raise Unsure("a binary file's message")
     if warnings or not _all_digits(parts, lasts, nuls):
         for i, part in enumerate(parts):
             offset = _warning(part, paths[i], lasts[i], nuls[i], continued and i == 0)

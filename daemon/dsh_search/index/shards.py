@@ -22,11 +22,19 @@ its documents as delta varints), then the directory (trigrams u32, counts u32, l
 its documents (u32, increasing), their kinds (u8), the ends of their paths (u64) and the paths. One
 document per file, whatever its size; a trigram is three bytes of the file's content (files.Content).
 
-**History.** 1: SQLite FTS5 trigram tables, one document per file. 2: files indexed in 1 MiB documents,
-a file of several judged per file (`big_grams`), OPAQUE files. 3: kinds kept with the documents, OPAQUE
-files through a partial index. 4 (this): byte trigrams in segment files built by grams.py's native
-builder (an FTS5 build of the Linux tree took 73–88 s, ~11 MB of text per CPU-second, and lost the
-trigrams after a NUL; docs/performance.md). A shard of another schema is refused (sets.py sets it aside).
+**Versions** (`SCHEMA_VERSION`, in `meta`): a set of another version is never read, only set aside and
+built again (sets.py), so a bump costs one build and nothing else.
+
+    1  SQLite FTS5 trigram tables: one document per file, its text whole; files past a size cap left out.
+    2  files in documents of files.CHUNK_BYTES, each starting with the last two characters of the one
+       before (bounded memory, no size cap); a file of several documents judged per file (`big_grams`),
+       so a literal across a seam is never missed; a file that cannot be read cleanly is OPAQUE (every
+       search hands it to ripgrep) instead of silently absent.
+    3  each document keeps its file's kind (no join with `files` on a lookup); OPAQUE files found through
+       a partial index. The Linux tree's `[A-Z]+_SUSPEND` lookup: 13 -> 6 ms.
+    4  (this) byte trigrams in segment files built by grams.py's native builder, SQLite for the files only:
+       FTS5's tokenizer built the Linux tree at ~11 MB of text per CPU-second (73–88 s, 112–134 CPU-s)
+       and lost the trigrams after a NUL; this builds it in ~12 CPU-s (docs/performance.md).
 
 **Trust.** sets.py records how the SQLite file was left; the SQLite file records each segment's size and
 CRC, checked when the shard opens (a segment damaged, truncated or foreign is `Corrupt`: the set is set
@@ -599,11 +607,6 @@ class Shard:
         or the postings in memory reach MEMORY_BUDGET. A batch of `commit_bytes` is a build: its
         segments are merged when it ends, not at each commit."""
         return Batch(self, commit_bytes)
-
-    def remove_many(self, paths: Iterable[bytes]) -> None:
-        with self.batch() as batch:
-            for path in paths:
-                batch.remove(path)
 
     def _writer(self) -> grams.Builder:
         if self._builder is None:

@@ -104,6 +104,15 @@ def instrument() -> None:
     from dsh_search.methods import dispatch
 
     around(dispatch.Dispatcher, "dispatch", "dispatch")
+    try:
+        from dsh_search.index import glance
+    except ImportError:  # a daemon from before glances (--daemon)
+        pass
+    else:
+        around(glance.Glancing, "glob", "source")
+        around(glance.Glancing, "make", "glance")
+    around(glob_mod, "_listed", "listed")
+    around(glob_mod, "page_of", "page")
     around(tools, "glob_query", "tool")
     around(glob_mod, "locate", "locate")
     around(grep_pkg, "locate", "locate")
@@ -171,6 +180,11 @@ PHASES = [
     ("ripgrep exited → its run read and parsed", "rg exited", "rg run done"),
     ("rendering (page, meta, footers)", "rg run done", "engine done"),
     ("glob: rg exited → the decoded size checked (the batches' stat)", "rg exited", "decoded size done"),
+    ("glob: the glance (on a thread)", "glance", "glance done"),
+    ("glob: the source asked → the glance starts", "source", "glance"),
+    ("glob: the glance ends → the source answered", "glance done", "source done"),
+    ("glob: the source answered → the listing judged", "source done", "listed done"),
+    ("glob: the page", "page", "page done"),
     ("glob: sorted, shown", "order", "order done"),
     ("glob: the page's paths chosen", "select", "select done"),
     ("glob: meta", "meta", "meta done"),
@@ -414,6 +428,9 @@ def main() -> None:
             continue
         text = answer["result"]["text"]
         rg_argv = argvs[-1] if argvs else None
+        if rg_argv and os.environ.get("PROFILE_ARGV"):  # ripgrep's argv, NUL-separated, for experiments
+            with open(os.environ["PROFILE_ARGV"], "wb") as out:
+                out.write(b"\0".join(a if isinstance(a, bytes) else a.encode() for a in rg_argv))
         named = sum(1 for a in rg_argv or [] if isinstance(a, bytes)) if rg_argv else 0
         print(f"\n{pattern!r}: {text.splitlines()[0]}; ripgrep given {named} files by name ({args.rounds} calls)")
         for label, _, _ in PHASES:

@@ -25,6 +25,8 @@ from dsh_search.engine.request import EXTENDED
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
 from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
+from dsh_search.engine.source import FileSource
+from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.manager import IndexManager
 from dsh_search.methods import (
@@ -117,6 +119,9 @@ def assemble(
             max_bytes=config.index_max_bytes,
             version=__version__,
         )
+    source: FileSource | None = index_manager
+    if rg.listing_known:  # a small tree's glob listed in process (index/glance.py)
+        source = Glancing(index_manager)
     spill = SpillStore(
         config.spill_dir,
         max_bytes=config.spill_max_bytes,
@@ -130,7 +135,7 @@ def assemble(
         deny_globs=DenyGlobs(config.deny_globs),
         workers=Workers.start(),
         walk_threads=walk_threads(),
-        source=index_manager,
+        source=source,
     )
     terminals = Terminals(
         config.scrollback_lines,

@@ -48,6 +48,7 @@ from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading, shards
+from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.status import READY, Walk
 from dsh_search.index.workspace import Workspace
@@ -304,8 +305,8 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "chmod-dir" and directory and (root / directory).is_dir():
         # As a user other than root: a directory's mode hides what is in it (and a later mode shows it).
         (root / directory).chmod(data.draw(st.sampled_from([0o000, 0o300, 0o500, 0o755])))
-    elif kind == "git":
-        (root / directory / ".git").mkdir(parents=True, exist_ok=True)
+    elif kind == "git" and not os.path.lexists(root / directory / ".git"):  # (a `.git` link may dangle)
+        (root / directory / ".git").mkdir(parents=True)
     elif kind == "ungit" and (root / directory / ".git").is_dir():
         _remove(root / directory / ".git")
     elif kind == "exclude":
@@ -537,7 +538,7 @@ def _unmount_under(path: Path) -> None:
         _mount_off(Path(point))
 
 
-TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
+TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0, "globs": 0, "glanced": 0}
 
 
 class Counting:
@@ -587,6 +588,11 @@ class Pair:
             pool,
             2,
             source=self.counting,
+        )
+        # And glob without an index: small trees listed in process (index/glance.py), the rest by ripgrep.
+        self.glancing = Glancing(None)
+        self.glanced = Searcher(
+            cfg, Launcher(rg, env, limits), FakeSpill(), DenyGlobs(cfg.deny_globs), pool, 2, source=self.glancing
         )
 
     def restart(self, meanwhile: Callable[[], None]) -> None:
@@ -661,6 +667,11 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
                 print("DEBUG index answered", got, "\nDEBUG the walk answered", expected)
             assert got == expected, (call, history)
             TALLY["calls"] += 1
+            if isinstance(call, GlobQuery):
+                listed = pair.glancing.listed
+                assert await run(pair.glanced, root, call) == expected, ("glance", call, history)
+                TALLY["globs"] += 1
+                TALLY["glanced"] += pair.glancing.listed - listed
         history.append(edit(root, data))
 
 
@@ -814,6 +825,8 @@ def _the_index_answered_a_fair_share() -> Iterator[None]:
         # Right after an edit that puts a part or all in doubt (a root moved, rules changed) searches walk
         # until the background has caught up; the calls here come at once, so a share of them walk.
         assert TALLY["answered"] >= TALLY["calls"] // 6, TALLY
+    if TALLY["globs"] >= 20:  # and the glance listed most small trees itself
+        assert TALLY["glanced"] >= TALLY["globs"] // 3, TALLY
 
 
 async def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:

@@ -24,7 +24,7 @@ import stat
 import sys
 from array import array
 
-ABI = 1
+ABI = 2
 LIBRARY = "_native.dll" if sys.platform == "win32" else "_native.so"
 FIELDS = 6
 DEV, INO, TYPE, SIZE, MTIME, CTIME = range(FIELDS)
@@ -46,6 +46,19 @@ def _load() -> ctypes.CDLL | None:
         return None
     fn.restype = ctypes.c_int64
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+    walk = lib.dn_walk
+    walk.restype = ctypes.c_int64
+    walk.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_size_t,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
     return lib
 
 
@@ -106,6 +119,39 @@ def stat_joined(blob: bytes, count: int, *, dirfd: int | None = None, follow: bo
         -1 if dirfd is None else dirfd, blob, len(blob), _FOLLOW if follow else 0, out.buffer_info()[0], len(out)
     )
     return out if n == count else None
+
+
+class TooBig(Exception):
+    """A walk met more entries than its budget."""
+
+
+NOT_HERE = object()  # `walk` where the library cannot walk (Windows, no library): the caller walks itself
+
+
+def walk(top: bytes, prefix: bytes, skip: frozenset[bytes], budget: int) -> list[bytes] | object | None:
+    """The regular files under the directory `top` (absolute, or relative to the current directory), each
+    as `prefix` + its path below `top`, in no order: directories descended into, regular files listed,
+    anything else (links, devices, FIFOs, sockets) and any entry named in `skip` left out — glob's listing,
+    as ripgrep's `--files` makes it. None when a directory cannot be listed or an entry looked at;
+    `TooBig` past `budget` entries; NOT_HERE when only Python can walk here."""
+    if _lib is None or b"\0" in top or b"\0" in prefix:
+        return NOT_HERE
+    names = b"".join(name + b"\0" for name in sorted(skip))
+    cap = 1 << 16
+    while True:
+        out = ctypes.create_string_buffer(cap)
+        used = ctypes.c_size_t(0)
+        n = _lib.dn_walk(top, prefix, len(prefix), names, len(names), budget, out, cap, ctypes.byref(used))
+        if n == -3:
+            cap = max(cap * 2, used.value + 1)
+            continue
+        if n == -2:
+            raise TooBig
+        if n == -4:
+            return NOT_HERE
+        if n < 0:
+            return None
+        return out.raw[: used.value].split(b"\0")[:-1] if n else []
 
 
 def native() -> bool:

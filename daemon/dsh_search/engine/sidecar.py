@@ -63,51 +63,73 @@ def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
 _VERSION_TIMEOUT_S = 10
 
 
-def _run_version(path: str, environ: Mapping[str, str]) -> tuple[int, bytes]:
-    """`<path> --version` in a session of its own; whatever happens, nothing it started survives.
+class Check:
+    """`<path> --version`, started: it runs in a session of its own while the daemon goes on importing,
+    and `result` waits for it (before stdin is read). Whatever happens, nothing it started survives: the
+    whole process group is killed when it times out (before it is reaped, so the group id is still its
+    own), and once more after a normal exit for descendants that let go of stdout."""
 
-    A broken or hostile binary may hang, or fork something that outlives it: the whole process group
-    is killed when it times out (before it is reaped, so the group id is still its own), and once more
-    after a normal exit for descendants that let go of stdout."""
-    proc = subprocess.Popen(
-        [path, "--version"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=child_environment(environ, frozen=is_frozen()),
-        start_new_session=True,
-    )
-    try:
-        stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        signal_group(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    finally:
-        signal_group(proc.pid, signal.SIGKILL)  # a no-op once the group is empty
-    return proc.returncode, stdout
+    def __init__(self, path: str, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.where = f"ripgrep sidecar {path}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._failure: SidecarError | None = None
+        self._done: Ripgrep | None = None
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            self._failure = SidecarError(f"dsh-search: {self.where} is missing")
+            return
+        except OSError as exc:
+            self._failure = SidecarError(f"dsh-search: {self.where} cannot be examined: {exc.strerror}")
+            return
+        if not stat.S_ISREG(info.st_mode):
+            self._failure = SidecarError(f"dsh-search: {self.where} is not a regular file")
+            return
+        if not os.access(path, os.X_OK):
+            self._failure = SidecarError(f"dsh-search: {self.where} is not executable")
+            return
+        try:
+            self._proc = subprocess.Popen(
+                [path, "--version"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=child_environment(environ, frozen=is_frozen()),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._failure = SidecarError(f"dsh-search: {self.where} could not be run: {exc.strerror or exc}")
+
+    def result(self) -> Ripgrep:
+        """The sidecar as it answered, or SidecarError naming what is wrong."""
+        if self._done is not None:
+            return self._done
+        if self._failure is not None:
+            raise self._failure
+        proc = self._proc
+        assert proc is not None
+        try:
+            stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            signal_group(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self._failure = SidecarError(
+                f"dsh-search: {self.where} did not answer --version within {_VERSION_TIMEOUT_S} s"
+            )
+            raise self._failure from None
+        finally:
+            signal_group(proc.pid, signal.SIGKILL)  # a no-op once the group is empty
+        code = proc.returncode
+        first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
+        if code != 0 or not first.startswith("ripgrep "):
+            shown = first[:80] or f"exit status {code}"
+            self._failure = SidecarError(f"dsh-search: {self.where} is not ripgrep (--version gave: {shown})")
+            raise self._failure
+        self._done = Ripgrep(path=self.path, version=first.split()[1], version_text=first)
+        return self._done
 
 
 def verify(path: str, environ: Mapping[str, str]) -> Ripgrep:
-    where = f"ripgrep sidecar {path}"
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise SidecarError(f"dsh-search: {where} is missing") from None
-    except OSError as exc:
-        raise SidecarError(f"dsh-search: {where} cannot be examined: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SidecarError(f"dsh-search: {where} is not a regular file")
-    if not os.access(path, os.X_OK):
-        raise SidecarError(f"dsh-search: {where} is not executable")
-    try:
-        code, stdout = _run_version(path, environ)
-    except subprocess.TimeoutExpired:
-        raise SidecarError(f"dsh-search: {where} did not answer --version within {_VERSION_TIMEOUT_S} s") from None
-    except OSError as exc:
-        raise SidecarError(f"dsh-search: {where} could not be run: {exc.strerror or exc}") from None
-    first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
-    if code != 0 or not first.startswith("ripgrep "):
-        shown = first[:80] or f"exit status {code}"
-        raise SidecarError(f"dsh-search: {where} is not ripgrep (--version gave: {shown})")
-    return Ripgrep(path=path, version=first.split()[1], version_text=first)
+    """The sidecar checked: it exists, is a regular executable file, and answers `--version` as ripgrep."""
+    return Check(path, environ).result()

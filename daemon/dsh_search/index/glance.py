@@ -26,14 +26,15 @@ import logging
 import os
 import time
 from array import array
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import GlobQuery, GrepQuery
 from dsh_search.engine.source import FileSource, GlobFiles, GrepFiles
 
-if TYPE_CHECKING:  # imported by the first glob, not at every start (ctypes, the glob reading: ~10 ms)
+if TYPE_CHECKING:  # imported by the first glob, not at every start (ctypes, the glob reading, a pool: ~10 ms)
+    from concurrent.futures import ThreadPoolExecutor
+
     from dsh_search.index.answers import Root
 
 log = logging.getLogger("dsh_search.index")
@@ -220,6 +221,8 @@ _HELPER: list[ThreadPoolExecutor] = []
 
 
 def _helper() -> ThreadPoolExecutor:
+    from concurrent.futures import ThreadPoolExecutor
+
     if not _HELPER:
         _HELPER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="glance-stat"))
     return _HELPER[0]

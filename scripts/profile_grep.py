@@ -149,6 +149,8 @@ def instrument() -> None:
     ripgrep._Pump._out = on_out  # type: ignore[method-assign]
 
 
+INDEX_ANSWER = "the index's whole answer"
+BARE = "bare rg, upstream's argv (the baseline)"
 # The phases reported, each the time between two marks (the first occurrence of each).
 PHASES = [
     ("request: bytes → the loop has them (the reader thread)", "write", "input"),
@@ -251,7 +253,7 @@ def suite_table(call: Callable[..., Any], queries: list[Any], args: Any, tree: s
             )
             bare.append(time.perf_counter() - t)
 
-        def med(label: str) -> float:
+        def med(label: str, rows: list[dict[str, float]] = rows) -> float:
             values = [r[label] for r in rows if label in r]
             return statistics.median(values) * 1000 if values else float("nan")
 
@@ -260,7 +262,7 @@ def suite_table(call: Callable[..., Any], queries: list[Any], args: Any, tree: s
         totals[1] += rg
         ratios.append(whole / rg)
         print(
-            f"| `{query.pattern}` | {named if argvs else 'walk'} | {whole:.1f} | {med('the index' + chr(39) + 's whole answer'):.1f} "
+            f"| `{query.pattern}` | {named if argvs else 'walk'} | {whole:.1f} | {med(INDEX_ANSWER):.1f} "
             f"| {med('ripgrep: spawned → its exit'):.1f} | {med('ripgrep exited → its run read and parsed'):.1f} "
             f"| {rg:.1f} | {whole / rg:.3f} |",
             flush=True,
@@ -461,9 +463,7 @@ def main() -> None:
                     baseline(args, pattern), cwd=tree, stdin=subprocess.DEVNULL, capture_output=True, check=False
                 )
                 bare.append(time.perf_counter() - t)
-            print(
-                f"  {'bare rg, upstream' + chr(39) + 's argv (the baseline)':<72} {statistics.median(bare) * 1000:8.3f} ms"
-            )
+            print(f"  {BARE:<72} {statistics.median(bare) * 1000:8.3f} ms")
     print(f"\nload average: {os.getloadavg()}")
     os.close(in_w)
     thread.join(timeout=30)

@@ -15,6 +15,10 @@ that thread's verdict; cancelling the wait (a timeout, `$/cancelRequest`, shutdo
 whole group — SIGTERM, then SIGKILL once the grace has passed — and the call returns only once rg is
 reaped. Signals go to the group only while its leader is unreaped (under a lock), so a recycled pid
 can never be hit.
+
+The binary is pinned (Linux): a `Launcher` opens the ripgrep it was given once, and every run executes
+that open file (`/proc/self/fd/N`), so a sidecar replaced or removed under a running daemon (a rebuild,
+an upgrade) changes nothing for it; argv[0] still names the sidecar's path.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ import resource
 import selectors
 import signal
 import subprocess
+import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -457,8 +463,10 @@ def spawn(
     loop: asyncio.AbstractEventLoop,
     owners: Owners,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Child:
-    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
+    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way. With
+    `pinned`, the open file of that descriptor is what runs (see `pin`), `rg_path` is its argv[0]."""
     opened: list[int] = []
     try:
         out_r, out_w = _big_pipe()
@@ -484,6 +492,8 @@ def spawn(
             stderr=err_w,
             start_new_session=True,
             close_fds=True,
+            executable=f"/proc/self/fd/{pinned}" if pinned is not None else None,
+            pass_fds=(pinned,) if pinned is not None else (),
         )
     except (OSError, ValueError, TypeError) as exc:
         for opened_fd in opened:
@@ -559,6 +569,7 @@ async def run(
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Outcome:
     """Run `rg --no-config <args>` in `cwd` and collect its output within the limits.
 
@@ -570,7 +581,7 @@ async def run(
     """
     child = spawn(
         rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
-        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow,
+        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow, pinned=pinned,
     )  # fmt: skip
     if groups is not None:
         groups.add(child)
@@ -596,6 +607,17 @@ async def run(
             groups.discard(child)
 
 
+def pin(rg_path: str) -> int | None:
+    """A descriptor of the ripgrep binary at `rg_path`, to run it by (Linux, where `/proc/self/fd` can be
+    executed), or None: run it by its path."""
+    if not sys.platform.startswith("linux") or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(rg_path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
 class Launcher:
     """ripgrep as the daemon runs it: one binary, one scrubbed environment and one set of limits for
     every run, each child tracked while it runs (so the way out can kill them all: `groups.kill_all`)
@@ -607,6 +629,9 @@ class Launcher:
         self.limits = limits
         self.groups = LiveGroups()
         self.owners = Owners()
+        self.pinned = pin(rg_path)
+        if self.pinned is not None:
+            weakref.finalize(self, os.close, self.pinned)
 
     async def __call__(
         self,
@@ -619,5 +644,5 @@ class Launcher:
     ) -> Outcome:
         return await run(
             self.rg_path, args, cwd=cwd, env=self.env, limits=self.limits, stdin_data=stdin_data,
-            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow,
+            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow, pinned=self.pinned,
         )  # fmt: skip

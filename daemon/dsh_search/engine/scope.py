@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from dsh_search import texts
+from dsh_search import private, texts
 from dsh_search.engine import failures
 from dsh_search.engine.paths import DenyCheck, confined, directory_name
 from dsh_search.engine.searcher import Searcher
@@ -39,7 +39,8 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
 
     A workspace that is only a fallback (`/`, the daemon's directory when neither --workdir nor client roots
     say otherwise) is refused unless cwd or path is absolute (texts.NO_WORKSPACE). Whatever the
-    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there.
+    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there
+    — unless that directory is not this user's alone (private.py), when nothing in it is the daemon's.
     """
     if scope.workspace_is_fallback and not (cwd or "").startswith("/") and not (path or "").startswith("/"):
         raise failures.invalid_args(texts.NO_WORKSPACE)
@@ -47,10 +48,11 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
     base = directory_name(named)
     confinements = [roots for roots in scope.confinements if roots]
     if confinements:
-        spill = (os.path.realpath(searcher.spill.root),)
+        spill_root = searcher.spill.root
+        spill = () if private.problem(spill_root, "spill directory") else (os.path.realpath(spill_root),)
 
         def permitted(where: str) -> bool:
-            return all(confined(where, roots) for roots in confinements) or confined(where, spill)
+            return all(confined(where, roots) for roots in confinements) or (bool(spill) and confined(where, spill))
 
         if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
             raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)

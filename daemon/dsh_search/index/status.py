@@ -46,3 +46,4 @@ class Status(NamedTuple):
     walked: int | None = None  # searches that walked
     role: str | None = None  # "owner" (this daemon keeps the index) or "guest" (another daemon does)
     served: int | None = None  # owner: other daemons' questions it answered
+    guests: str | None = None  # owner: why other daemons cannot ask it now (they walk meanwhile)

@@ -214,7 +214,7 @@ class Owner:
     async def _listen(self) -> None:
         name = f"dsh-search-{secrets.token_hex(16)}"  # nobody else can know it, so nobody can take it first
         self._server = await asyncio.start_unix_server(self._serve, path="\0" + name)
-        temporary = os.path.join(self._workspace, f".{ADDRESS}.{os.getpid()}")
+        temporary = os.path.join(self._workspace, f".{ADDRESS}")  # only the lock's holder writes it
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, name.encode("ascii"))

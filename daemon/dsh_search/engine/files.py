@@ -33,6 +33,7 @@ from typing import NamedTuple, TypeVar
 CHUNK = 1 << 20
 PAGE_MAX_BYTES = 8 << 20  # a page of `read` or `spill/read` stops at about this much text; the rest is a next page
 _NEWLINE = b"\n"
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)  # where the platform can say where data is
 
 T = TypeVar("T")
 
@@ -99,10 +100,10 @@ def page(
         return first <= number <= last
 
     while True:
-        if not showing() or (keep is not None and len(current) >= keep):
+        if _SEEK_DATA is not None and (not showing() or (keep is not None and len(current) >= keep)):
             # Only looking for line breaks: a hole holds none, so it is skipped, not read.
             try:
-                position = os.lseek(fd, position, os.SEEK_DATA)
+                position = os.lseek(fd, position, _SEEK_DATA)
             except OSError as exc:
                 if exc.errno == errno.ENXIO:  # no data from here on
                     if os.fstat(fd).st_size > position:

@@ -307,6 +307,7 @@ class Guest:
             return None  # it did not answer in time a moment ago: walk at once
         request = {"v": PROTOCOL, "version": self._version, "view": self._view, **request}
         reply = None
+        self.differs = None  # as the owner says this time
         try:
             async with asyncio.timeout(self.wait_s):
                 reply = await self._exchange(request)

@@ -41,10 +41,10 @@ from dsh_search.index import mounts
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.sets import workspace_dir
 from dsh_search.index.status import FAILED, OFF, READY, Status
-from dsh_search.index.view import View
 
 if TYPE_CHECKING:  # the workspace (SQLite, inotify) and the peers are imported when needed: not at every start
     from dsh_search.index.peers import Guest, Owner, OwnerLock
+    from dsh_search.index.view import View
     from dsh_search.index.workspace import Workspace
 
 log = logging.getLogger("dsh_search.index")
@@ -92,7 +92,7 @@ class IndexManager:
         self.version = version  # owners and guests of one workspace must be of one version
         self.ask_wait_s = ask_wait_s  # a guest's wait for its owner's answer
         self._lister = grep_lister
-        self._view = View.of_process(grep_lister.environment)  # what decides the files ripgrep reads here
+        self._view_taken: View | None = None
         self._workspace: Workspace | None = None  # when this daemon owns the workspace's index
         self._guest: Guest | None = None  # when another daemon owns it
         self._lock: OwnerLock | None = None
@@ -151,6 +151,15 @@ class IndexManager:
             self._own(root, directory, lock)
         else:
             self._be_guest(root, directory, lock)
+
+    @property
+    def _view(self) -> View:
+        """What decides the files this daemon's ripgrep reads (taken when first needed: not at start)."""
+        if self._view_taken is None:
+            from dsh_search.index.view import View
+
+            self._view_taken = View.of_process(self._lister.environment)
+        return self._view_taken
 
     def _private(self, directory: str) -> None:
         """The index directory and the workspace's in it, made (0700) or checked to be this user's alone

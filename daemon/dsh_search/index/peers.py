@@ -68,6 +68,7 @@ RETRY_S = (1.0, 2.0, 5.0, 10.0)  # an owner that cannot listen tries again after
 MAX_MESSAGE = 1 << 30
 OWNER_LOCK = "owner.lock"
 ADDRESS = "owner.addr"  # the owner's socket name, in the workspace's (private) index directory
+NOTICE = 25  # between info and warning: shown at the default log level
 
 
 class OwnerLock:
@@ -207,7 +208,7 @@ class Owner:
                 await asyncio.sleep(pause)
                 continue
             if failures:
-                log.log(25, "workspace index: other daemons on this workspace can ask this one again")
+                log.log(NOTICE, "workspace index: other daemons on this workspace can ask this one again")
             self.problem = None
             return
 

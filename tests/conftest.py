@@ -22,7 +22,6 @@ import pytest
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.locations import DIST, EXE, VENV_RG
 from tests.support.packaging import Venv, build_wheel, install_wheel
-from tests.support.processes import processes_named
 from tests.support.trees import upstream_fixture, write_slow_corpus
 from tests.support.unprivileged import reachable_by_nobody
 
@@ -91,8 +90,6 @@ def spill_root(tmp_path: Path) -> Path:
 def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
     started: list[Daemon] = []
 
-    used = {exe}
-
     def make(*extra: str, framing: str = "ndjson", sampling: str = "true", **kw: Any) -> Daemon:
         args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
         # A daemon that drops root's privileges runs a copy it can reach when the build is out of reach.
@@ -100,7 +97,6 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
         if "user" in kw:
             # Nor may its working directory (the daemon's default workspace) be out of that user's reach.
             kw.setdefault("cwd", "/")
-        used.add(program)
         d = Daemon(args, framing=framing, exe=program, **kw)
         started.append(d)
         return d
@@ -108,8 +104,8 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
     yield make
     for d in started:
         d.stop()
-    for program in used:
-        assert not processes_named(f"{program}-rg"), "an rg process outlived its search"
+    for d in started:
+        assert not d.ripgreps(), "an rg process outlived its search"
 
 
 @pytest.fixture

@@ -93,7 +93,7 @@ def test_timeout_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
 
 def test_cancellation_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
     async def action(task, pid, groups):  # type: ignore[no-untyped-def]
-        assert ripgrep.group_alive(pid)
+        assert live_members(pid)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

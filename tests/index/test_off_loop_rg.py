@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
+from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GlobQuery, GrepQuery
 from dsh_search.index import freshness, workspace
+from dsh_search.index.status import Walk
 from tests.index.test_equivalence_rg import Pair, run
 
 
@@ -47,17 +50,15 @@ def test_a_directory_moved_in_is_walked_off_the_event_loop(
             await asyncio.wait_for(ws._ready.wait(), 30)
             built = len(calls)
             os.rename(outside, root / "moved")
-            for call in (("grep", "MOVED_1999", None, None), ("glob", "**/f7.c", None, None)):
+            for call in (GrepQuery("MOVED_1999"), GlobQuery("**/f7.c")):
                 assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
             deadline = asyncio.get_running_loop().time() + 30
-            while await ws.grep(str(root), "moved", "MOVED_1234", None, pair.plain.deny_globs) is None:
+            while isinstance(await ws.grep(str(root), GrepQuery("MOVED_1234", "moved"), DenyGlobs(())), Walk):
                 assert asyncio.get_running_loop().time() < deadline, ws.status("on")
                 await asyncio.sleep(0.02)
             assert len(calls) > built  # the directory moved in was walked again, and is answered from the index
         finally:
-            ws.close()
-            pair.pool.parse.shutdown()
-            pair.pool.stat.shutdown()
+            pair.close()
 
     asyncio.run(scenario())
     assert calls and not any(calls), calls  # ...never on the event loop's thread

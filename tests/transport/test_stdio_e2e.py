@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.support.processes import alive, descendants, processes_named, wait_until
+from tests.support.processes import TAG_VARIABLE, alive, descendants, new_tag, tagged, wait_until
 from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -25,7 +25,8 @@ def daemons(exe: Path) -> Iterator[list[Daemon]]:
     yield started
     for d in started:
         d.stop()
-    assert not processes_named(f"{exe}-rg"), "an rg process outlived the daemon"
+    for d in started:
+        assert not d.ripgreps(), "an rg process outlived the daemon"
 
 
 def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson") -> Daemon:
@@ -38,10 +39,7 @@ def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson"
 
 def start_slow_grep(d: Daemon, corpus: Path, exe: Path) -> str:
     rid = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(corpus)})
-    deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert processes_named(f"{exe}-rg"), "rg never started"
+    assert wait_until(lambda: bool(d.ripgreps())), "rg never started"
     return str(rid)
 
 
@@ -146,23 +144,23 @@ def test_shutdown_then_exit(daemons: list[Daemon], exe: Path, tmp_path: Path) ->
 
 
 def test_host_closing_our_stdout_ends_the_daemon(exe: Path, slow_corpus: Path) -> None:
+    tag = new_tag()
     proc = subprocess.Popen(
         [str(exe), "--sample-over-cap-glob-results", "false"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, TAG_VARIABLE: tag},
     )
     assert proc.stdin is not None and proc.stdout is not None
     body = f'{{"jsonrpc":"2.0","method":"grep","params":{{"pattern":"{SLOW_PATTERN}","cwd":"{slow_corpus}"}},"id":1}}\n'
     proc.stdin.write(body.replace("\\", "\\\\").encode())
     proc.stdin.flush()
-    deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert wait_until(lambda: bool(tagged(tag, "-rg "))), "rg never started"
     proc.stdout.close()  # the host stops listening but keeps stdin open
     assert proc.wait(timeout=10) == 0
     proc.stdin.close()
-    assert not processes_named(f"{exe}-rg")
+    assert not tagged(tag, "-rg ")
 
 
 def test_notifications_are_never_answered(daemons: list[Daemon], exe: Path) -> None:

@@ -11,7 +11,7 @@ each cut to `grepMaxLineBytes` as grep cuts matched lines; a page that ends befo
 how to read on. A file that holds a NUL byte in its first 8 KiB is binary (as ripgrep judges it) and is
 refused, as are directories and anything that is not a regular file — judged on the opened descriptor,
 which is opened without blocking, so a path swapped for a FIFO or a device after its check is refused
-too (engine/files.py). Lines are read with a bound: a line of a gibibyte costs its first few KiB, a
+too (engine/files.py). Lines are read with a bound: a shown line keeps only the bytes its cut needs, a
 page stops at `files.PAGE_MAX_BYTES`, and the rest of the file is only counted.
 """
 
@@ -130,7 +130,7 @@ def _shown(lines: list[bytes], max_line_bytes: int) -> list[str]:
     UTF-8) and cut to max_line_bytes on a character boundary. A line kept cut short (`page`'s `keep`)
     is longer than the cut in any case: each byte kept decodes to one byte or more."""
     # Imported here: grep's module is not loaded before the first search (a cold start's imports).
-    from dsh_search.engine.grep import preview_line
+    from dsh_search.engine.grep.page import preview_line
 
     keep = max_line_bytes + _CUT_MARGIN
     shown = []

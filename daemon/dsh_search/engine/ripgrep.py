@@ -175,14 +175,6 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 def _big_pipe() -> tuple[int, int]:
     """A pipe enlarged to 1 MiB where the platform allows (Linux): a writer rarely blocks, and data
     moves in few large steps. Elsewhere the default size is kept."""
@@ -324,97 +316,7 @@ class Child:
             self.done.set_result(outcome)
 
     def _pump(self) -> _Collected:
-        started = time.monotonic()
-        want = _SMALL_READ
-        limits = self._limits
-        chunks: list[bytes] = []
-        size = 0
-        overflow = False
-        err_tail = bytearray()
-        err_lossy = False
-        tally = StderrTally()
-        kill_at: float | None = None  # overflow: SIGKILL if still running by then
-        exited_at: float | None = None  # the child exited while a pipe is still open
-
-        selector = selectors.DefaultSelector()
-        pidfd = None
-        try:
-            selector.register(self._out_fd, selectors.EVENT_READ, "out")
-            selector.register(self._err_fd, selectors.EVENT_READ, "err")
-            if self._in_fd is not None:
-                os.set_blocking(self._in_fd, False)
-                selector.register(self._in_fd, selectors.EVENT_WRITE, "in")
-            with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: learn of the exit at once
-                pidfd = os.pidfd_open(self.pid)
-                selector.register(pidfd, selectors.EVENT_READ, "exit")
-            open_pipes = 2
-            while open_pipes:
-                now = time.monotonic()
-                deadlines = [t for t in (kill_at, exited_at) if t is not None]
-                timeout = max(0.0, min(deadlines) - now) if deadlines else None
-                for key, _ in selector.select(timeout):
-                    what = key.data
-                    if what == "out":
-                        chunk = os.read(self._out_fd, want)
-                        want = _READ_CHUNK if len(chunk) >= _SMALL_READ else _SMALL_READ
-                        if not chunk:
-                            selector.unregister(self._out_fd)
-                            open_pipes -= 1
-                        elif not overflow:
-                            size += len(chunk)
-                            if len(chunk) < _COALESCE_BELOW:  # let more of the output gather: one wake-up, not dozens
-                                pause = min(_COALESCE_MAX_S, (time.monotonic() - started) * _COALESCE_SHARE)
-                                if pause >= _COALESCE_MIN_S:
-                                    time.sleep(pause)
-                            if size > limits.stdout_cap:
-                                overflow = True
-                                chunks.clear()
-                                self.signal(signal.SIGTERM)
-                                kill_at = time.monotonic() + limits.grace_s
-                                if self._on_overflow is not None:
-                                    try:  # whoever works on the output can stop now: it has no taker
-                                        self._on_overflow()
-                                    except Exception as exc:
-                                        self.error = exc
-                            elif self._sink is not None and self.error is None:
-                                try:
-                                    self._sink(chunk)
-                                except Exception as exc:  # report it, and stop rg: its output has no taker
-                                    self.error = exc
-                                    self.signal(signal.SIGTERM)
-                                    kill_at = time.monotonic() + limits.grace_s
-                            elif self._sink is None:
-                                chunks.append(chunk)
-                    elif what == "err":
-                        chunk = os.read(self._err_fd, _SMALL_READ)
-                        if not chunk:
-                            selector.unregister(self._err_fd)
-                            open_pipes -= 1
-                            continue
-                        tally.feed(chunk)
-                        err_tail += chunk
-                        if len(err_tail) > limits.stderr_cap:
-                            del err_tail[: len(err_tail) - limits.stderr_cap]
-                            err_lossy = True
-                    elif what == "in":
-                        self._write_stdin(selector)
-                    else:  # the child exited; its pipes should close right after
-                        selector.unregister(key.fd)
-                        exited_at = time.monotonic() + limits.grace_s
-                now = time.monotonic()
-                if kill_at is not None and now >= kill_at:
-                    self.signal(signal.SIGKILL)
-                    kill_at = None
-                if exited_at is not None and now >= exited_at:
-                    break  # a descendant holds a pipe open: it must not hang the call
-            if open_pipes:
-                self.signal(signal.SIGKILL)  # the leader is an unreaped zombie: the group id is still ours
-        finally:
-            selector.close()
-            if pidfd is not None:
-                os.close(pidfd)
-        tally.finish()
-        return _Collected(b"".join(chunks), size, overflow, bytes(err_tail), err_lossy, tally)
+        return _Pump(self).run()
 
     def _write_stdin(self, selector: selectors.BaseSelector) -> None:
         fd, data = self._in_fd, self._stdin
@@ -449,6 +351,136 @@ class Child:
                     continue
             else:
                 time.sleep(0.002)
+
+
+class _Pump:
+    """The owning thread's loop over a child's pipes: wait for the next event or deadline, hand it to its
+    handler — stdout (`_out`: the cap, the sink, the coalescing of small reads), stderr (`_err`: the
+    tally of error reports, the tail), stdin (`Child._write_stdin`), the exit (`_exited`: a pidfd on
+    Linux) — and stop when both output pipes are closed, or when a descendant keeps one open past the
+    grace after the exit (it must not hang the call)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+        self.limits = child._limits
+        self.started = time.monotonic()
+        self.want = _SMALL_READ  # the next read's size
+        self.chunks: list[bytes] = []  # stdout, when no sink takes it
+        self.size = 0
+        self.overflow = False
+        self.err_tail = bytearray()
+        self.err_lossy = False
+        self.tally = StderrTally()
+        self.kill_at: float | None = None  # overflow: SIGKILL if still running by then
+        self.exited_at: float | None = None  # the child exited while a pipe is still open
+        self.open_pipes = 2
+        self.selector = selectors.DefaultSelector()
+
+    def run(self) -> _Collected:
+        child, selector = self.child, self.selector
+        pidfd = None
+        try:
+            selector.register(child._out_fd, selectors.EVENT_READ, self._out)
+            selector.register(child._err_fd, selectors.EVENT_READ, self._err)
+            if child._in_fd is not None:
+                os.set_blocking(child._in_fd, False)
+                selector.register(child._in_fd, selectors.EVENT_WRITE, self._in)
+            with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: learn of the exit at once
+                pidfd = os.pidfd_open(child.pid)
+                selector.register(pidfd, selectors.EVENT_READ, self._exited)
+            while self.open_pipes:
+                for key, _ in selector.select(self._timeout()):
+                    key.data(key.fd)
+                if self._past_deadlines():
+                    break  # a descendant holds a pipe open: it must not hang the call
+            if self.open_pipes:
+                child.signal(signal.SIGKILL)  # the leader is an unreaped zombie: the group id is still ours
+        finally:
+            selector.close()
+            if pidfd is not None:
+                os.close(pidfd)
+        self.tally.finish()
+        return _Collected(
+            b"".join(self.chunks), self.size, self.overflow, bytes(self.err_tail), self.err_lossy, self.tally
+        )
+
+    def _timeout(self) -> float | None:
+        deadlines = [t for t in (self.kill_at, self.exited_at) if t is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def _past_deadlines(self) -> bool:
+        """SIGKILL a group that outlived its overflow's grace; True once the exit's grace has passed."""
+        now = time.monotonic()
+        if self.kill_at is not None and now >= self.kill_at:
+            self.child.signal(signal.SIGKILL)
+            self.kill_at = None
+        return self.exited_at is not None and now >= self.exited_at
+
+    def _stop(self) -> None:
+        """SIGTERM now, SIGKILL after the grace."""
+        self.child.signal(signal.SIGTERM)
+        self.kill_at = time.monotonic() + self.limits.grace_s
+
+    def _closed(self, fd: int) -> None:
+        self.selector.unregister(fd)
+        self.open_pipes -= 1
+
+    def _out(self, fd: int) -> None:
+        chunk = os.read(fd, self.want)
+        self.want = _READ_CHUNK if len(chunk) >= _SMALL_READ else _SMALL_READ
+        if not chunk:
+            self._closed(fd)
+            return
+        if self.overflow:
+            return  # read and dropped: the group is being stopped
+        self.size += len(chunk)
+        if len(chunk) < _COALESCE_BELOW:  # let more of the output gather: one wake-up, not dozens
+            pause = min(_COALESCE_MAX_S, (time.monotonic() - self.started) * _COALESCE_SHARE)
+            if pause >= _COALESCE_MIN_S:
+                time.sleep(pause)
+        if self.size > self.limits.stdout_cap:
+            self._overflowed()
+        elif self.child._sink is None:
+            self.chunks.append(chunk)
+        elif self.child.error is None:
+            try:
+                self.child._sink(chunk)
+            except Exception as exc:  # report it, and stop rg: its output has no taker
+                self.child.error = exc
+                self._stop()
+
+    def _overflowed(self) -> None:
+        """stdout passed the cap: nothing of it is kept, the group is stopped, whoever works on the output
+        is told (it has no taker now)."""
+        self.overflow = True
+        self.chunks.clear()
+        self._stop()
+        on_overflow = self.child._on_overflow
+        if on_overflow is not None:
+            try:
+                on_overflow()
+            except Exception as exc:
+                self.child.error = exc
+
+    def _err(self, fd: int) -> None:
+        chunk = os.read(fd, _SMALL_READ)
+        if not chunk:
+            self._closed(fd)
+            return
+        self.tally.feed(chunk)
+        self.err_tail += chunk
+        cap = self.limits.stderr_cap
+        if len(self.err_tail) > cap:
+            del self.err_tail[: len(self.err_tail) - cap]
+            self.err_lossy = True
+
+    def _in(self, _fd: int) -> None:
+        self.child._write_stdin(self.selector)
+
+    def _exited(self, fd: int) -> None:
+        """The child exited; its pipes should close right after."""
+        self.selector.unregister(fd)
+        self.exited_at = time.monotonic() + self.limits.grace_s
 
 
 def spawn(

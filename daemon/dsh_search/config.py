@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 
 MAX_GRACE_MS = 2_147_483_647
 
@@ -72,12 +72,12 @@ LIST_FLAGS = {"allowedRoots": "--allowed-root", "denyGlobs": "--deny-glob"}
 
 
 def default_spill_dir(environ: Mapping[str, str]) -> str:
-    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    state = osdep.state_home(environ)
     return os.path.join(state, "dsh-search", "spill")
 
 
 def default_index_dir(environ: Mapping[str, str]) -> str:
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = osdep.cache_home(environ)
     return os.path.join(cache, "dsh-search", "index")
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
 from dsh_search.engine.jscompat import js_trim, utf8_growth
@@ -85,16 +85,12 @@ def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
     except UnicodeDecodeError:
         text, utf8, growth = blob.decode("utf-8", "surrogateescape"), False, utf8_growth(blob)
     out = []
-    fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        stat = os.stat
+    with osdep.stat_at(cwd) as stat:
         for path in text.split("\0"):
             try:
-                out.append((stat(path, dir_fd=fd).st_mtime_ns, path))
+                out.append((stat(path).st_mtime_ns, path))
             except OSError:
                 continue
-    finally:
-        os.close(fd)
     if utf8:
         out.sort()  # sorted runs make the final sort a cheap merge
     return StatBatch(out, utf8, growth)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
+from dsh_search import osdep
 from dsh_search.engine.paths import DenyGlobs
 
 
@@ -79,4 +80,4 @@ def argv(files: GrepFiles) -> list[str | bytes]:
         for directory, paths in files.walk_to:
             out += [b"--glob=/" + escape_glob(path) for path in paths]
             roots.append(directory)
-    return [*out, "--", *(roots or [b"/dev/null"])]
+    return [*out, "--", *(roots or [osdep.NULL_DEVICE])]

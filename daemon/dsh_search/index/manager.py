@@ -24,10 +24,10 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dsh_search import osdep
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobFiles, GrepFiles
@@ -50,8 +50,9 @@ RETRY_AFTER_S = (1.0, 5.0, 30.0, 300.0)  # a failed index is built again after t
 
 def unsupported_reason(root: str) -> str | None:
     """Why the index cannot promise read-your-writes for this workspace, or None when it can."""
-    if not sys.platform.startswith("linux"):
-        return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
+    reason = osdep.index_unsupported_reason()
+    if reason is not None:
+        return reason
     fstype = mounts.filesystem_type(os.path.realpath(root))
     if fstype is not None and mounts.remote(fstype):
         return f"{root} is on a {fstype} filesystem, whose changes made elsewhere raise no inotify event"

@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -43,6 +42,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from dsh_search import osdep
 from dsh_search.engine.source import GlobFiles, GrepFiles
 
 log = logging.getLogger("dsh_search.index")
@@ -69,7 +69,7 @@ class OwnerLock:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            osdep.flock_now(fd)
         except OSError:
             os.close(fd)
             return False

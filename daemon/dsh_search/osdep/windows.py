@@ -327,6 +327,7 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None]
     """Call `stop(reason)` on the loop for SIGTERM, Ctrl-C (SIGINT), Ctrl-Break (SIGBREAK), and for the
     console's close, log-off and shutdown events; for those three, hold the process (Windows ends it
     when the handler returns) until `stopped()` or 4.5 s, within the 5 s Windows allows."""
+
     def handler(signum: int, frame: object) -> None:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(stop, f"signal {signal.Signals(signum).name}")

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.support.locations import EXE
+from tests.support.locations import EXE, LAUNCH, WINDOWS
 
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
@@ -60,6 +60,21 @@ def settle_index(d: Conversation, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
+def host_view(message: Any) -> Any:
+    """A message of the Windows daemon under wine as the platform-neutral tests read it: every string with
+    wine's drive `Z:\\` (the host's `/`) as `/` and every `\\` as `/`, so that the tests' expected texts,
+    written with POSIX separators, and their host paths hold. (Requests need no translation: a host path
+    such as /tmp/x is a path on the current drive, Z:, under wine.) What the model really sees on Windows,
+    backslashes and drive letters, is tested word for word in tests/windows, which reads answers raw."""
+    if isinstance(message, str):
+        return message.replace("Z:\\", "/").replace("\\", "/")
+    if isinstance(message, list):
+        return [host_view(item) for item in message]
+    if isinstance(message, dict):
+        return {key: host_view(value) for key, value in message.items()}
+    return message
+
+
 def frame(body: bytes, framing: str) -> bytes:
     if framing == "lsp":
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -70,8 +85,9 @@ class Conversation:
     """JSON-RPC with a daemon over two file descriptors: requests written to one, every message read from
     the other by a background thread (responses, and the daemon's own notifications and requests)."""
 
-    def __init__(self, write_fd: int, read_fd: int, framing: str = "ndjson") -> None:
+    def __init__(self, write_fd: int, read_fd: int, framing: str = "ndjson", raw: bool = False) -> None:
         self.framing = framing
+        self._view = host_view if WINDOWS and not raw else None  # see host_view
         self._write_fd = write_fd
         self._read_fd = read_fd
         self.responses: queue.Queue[Any] = queue.Queue()
@@ -109,7 +125,8 @@ class Conversation:
                     if not sep:
                         break
                     body, buf = line, rest
-                self.responses.put(json.loads(body))
+                message = json.loads(body)
+                self.responses.put(message if self._view is None else self._view(message))
         self.responses.put(EOFError())
 
     @property
@@ -212,9 +229,12 @@ class Daemon(Conversation):
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
         index: bool = True,
+        raw: bool = False,
         **popen: Any,
     ) -> None:
-        argv = list(command) if command is not None else [str(exe)]
+        argv = list(command) if command is not None else [*LAUNCH, str(exe)]
+        if WINDOWS and env is not None:
+            env = {**{k: v for k, v in os.environ.items() if k.startswith("WINE")}, **env}
         self.proc = subprocess.Popen(
             [*argv, *args, *(index_args(args) if index else [])],
             stdin=subprocess.PIPE,
@@ -225,7 +245,7 @@ class Daemon(Conversation):
             **popen,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno(), framing)
+        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno(), framing, raw)
         self.stderr_chunks: list[bytes] = []
         self._err_reader = threading.Thread(target=self._read_err, daemon=True)
         self._err_reader.start()

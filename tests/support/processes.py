@@ -64,8 +64,14 @@ def alive(pid: int) -> bool:
 
 def searches_running(exe: object, daemon_pid: int) -> list[int]:
     """The daemon's ripgrep processes that are searches: its index's listings (`rg --files`, which the
-    suite's index-on pass starts beside them) are left out."""
-    return processes_named(f"{exe}-rg", under=daemon_pid, without=" --files ")
+    suite's index-on pass starts beside them) are left out. (Under wine, the Windows processes are no
+    descendants of the host's wine command: there, any search of this executable's sidecar counts.)"""
+    from pathlib import Path
+
+    from tests.support.locations import WINDOWS, process_fragment, sidecar_of
+
+    sidecar = process_fragment(sidecar_of(Path(str(exe))))
+    return processes_named(sidecar, under=None if WINDOWS else daemon_pid, without=" --files ")
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:

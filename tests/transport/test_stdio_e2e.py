@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.locations import rg_process, sidecar_of
 from tests.support.processes import alive, descendants, processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN
 
@@ -25,7 +26,7 @@ def daemons(exe: Path) -> Iterator[list[Daemon]]:
     yield started
     for d in started:
         d.stop()
-    assert not processes_named(f"{exe}-rg"), "an rg process outlived the daemon"
+    assert not processes_named(rg_process(exe)), "an rg process outlived the daemon"
 
 
 def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson") -> Daemon:
@@ -39,9 +40,9 @@ def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson"
 def start_slow_grep(d: Daemon, corpus: Path, exe: Path) -> str:
     rid = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(corpus)})
     deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg") and time.monotonic() < deadline:
+    while not processes_named(rg_process(exe)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert processes_named(f"{exe}-rg"), "rg never started"
+    assert processes_named(rg_process(exe)), "rg never started"
     return str(rid)
 
 
@@ -157,12 +158,12 @@ def test_host_closing_our_stdout_ends_the_daemon(exe: Path, slow_corpus: Path) -
     proc.stdin.write(body.replace("\\", "\\\\").encode())
     proc.stdin.flush()
     deadline = time.monotonic() + 10
-    while not processes_named(f"{exe}-rg") and time.monotonic() < deadline:
+    while not processes_named(rg_process(exe)) and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.stdout.close()  # the host stops listening but keeps stdin open
     assert proc.wait(timeout=10) == 0
     proc.stdin.close()
-    assert not processes_named(f"{exe}-rg")
+    assert not processes_named(rg_process(exe))
 
 
 def test_notifications_are_never_answered(daemons: list[Daemon], exe: Path) -> None:
@@ -181,7 +182,7 @@ def test_initialize_and_discover(daemons: list[Daemon], exe: Path) -> None:
     # listChanged: terminal_search joins the list once a scrollback exists; logging: notifications/message;
     # resources: the spill artifacts capped results link to.
     assert init["capabilities"] == {"tools": {"listChanged": True}, "logging": {}, "resources": {}}
-    assert init["ripgrep"] == {"path": f"{exe}-rg", "version": "15.2.0"}
+    assert init["ripgrep"] == {"path": str(sidecar_of(exe)), "version": "15.2.0"}
     assert init["config"]["graceMs"] == GRACE_MS and init["config"]["sampleOverCapGlobResults"] is False
     assert (
         init["instructions"].startswith("Use the glob tool — not shell find")

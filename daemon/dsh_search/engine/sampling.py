@@ -8,7 +8,12 @@ Linear in the number of paths: 125,000 groups or 25,000 paths cost milliseconds.
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
+
+# ripgrep joins the names it finds with the platform's separator, and upstream splits display paths on
+# Node's `path.sep`: `/`, and `\` on Windows.
+_SEP = os.sep
 
 
 class Sample(NamedTuple):
@@ -19,14 +24,15 @@ class Sample(NamedTuple):
 
 def group_keys(paths: list[str], root: str) -> list[str]:
     """Each path's first segment below `root` (the whole path's first segment when it is not below it)."""
+    sep = _SEP
     if root == ".":
-        prefix = "./"
+        prefix = "." + sep
     else:
-        trimmed = root.rstrip("/")
-        prefix = trimmed + "/" if trimmed else ""
+        trimmed = root.rstrip(sep)
+        prefix = trimmed + sep if trimmed else ""
         if trimmed and trimmed in paths:  # the root itself: its own group, ""
-            return ["" if p == trimmed else p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
-    return [p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
+            return ["" if p == trimmed else p.removeprefix(prefix).lstrip(sep).split(sep, 1)[0] for p in paths]
+    return [p.removeprefix(prefix).lstrip(sep).split(sep, 1)[0] for p in paths]
 
 
 def sample_across_top_level(paths: list[str], max_items: int, root: str) -> Sample:

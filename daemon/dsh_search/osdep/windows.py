@@ -87,6 +87,7 @@ _PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
 _STILL_ACTIVE = 259
 _STATUS_STACK_BUFFER_OVERRUN = 0xC0000409  # Rust's abort (__fastfail)
 _CTRL_CLOSE_EVENT, _CTRL_LOGOFF_EVENT, _CTRL_SHUTDOWN_EVENT = 2, 5, 6
+_EVENT_NAMES = {0: "Ctrl-C", 1: "Ctrl-Break", 2: "console closed", 5: "log-off", 6: "shutdown"}
 _ERROR_ACCESS_DENIED = 5
 
 _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
@@ -324,9 +325,10 @@ _console_handlers: list[Any] = []  # kept alive: ctypes calls them from a thread
 
 
 def on_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None]) -> None:
-    """Call `stop(reason)` on the loop for SIGTERM, Ctrl-C (SIGINT), Ctrl-Break (SIGBREAK), and for the
-    console's close, log-off and shutdown events; for those three, hold the process (Windows ends it
-    when the handler returns) until `stopped()` or 4.5 s, within the 5 s Windows allows."""
+    """Call `stop(reason)` on the loop for SIGTERM (raised in the process), and for the console's control
+    events: Ctrl-C, Ctrl-Break, the console closed, log-off and shutdown; for the last three, hold the
+    process (Windows ends it when the handler returns) until `stopped()` or 4.5 s, within the 5 s Windows
+    allows."""
 
     def handler(signum: int, frame: object) -> None:
         with contextlib.suppress(RuntimeError):
@@ -336,11 +338,12 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None]
         signal.signal(signum, handler)
 
     def console(event: int) -> bool:
-        if event not in (_CTRL_CLOSE_EVENT, _CTRL_LOGOFF_EVENT, _CTRL_SHUTDOWN_EVENT):
-            return False  # Ctrl-C and Ctrl-Break: Python's own handlers (above) take them
+        # Ctrl-C and Ctrl-Break are taken here too, not left to the C runtime's mapping to SIGINT and
+        # SIGBREAK (wine's C runtime maps Ctrl-C only).
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(stop, "console closed")
-        _stopped.wait(4.5)
+            loop.call_soon_threadsafe(stop, _EVENT_NAMES.get(event, f"console event {event}"))
+        if event in (_CTRL_CLOSE_EVENT, _CTRL_LOGOFF_EVENT, _CTRL_SHUTDOWN_EVENT):
+            _stopped.wait(4.5)  # Windows ends the process when this returns
         return True
 
     _console_handlers.append(_HANDLER(console))

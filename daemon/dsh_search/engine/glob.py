@@ -114,7 +114,7 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
 
 def shown(paths: list[str], cwd: str, deny: DenyCheck | None) -> list[str]:
     """Listed paths (oldest first) as the model sees them: workdir-relative, denied ones left out."""
-    if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
+    if paths and os.path.isabs(paths[0]):  # rg prefixes every path with the root as written
         paths = [cwd_relative(p, cwd) for p in paths]
     if deny is not None:
         paths = [p for p in paths if not deny.denies(p)]

@@ -505,7 +505,7 @@ def _std_batch(blob: bytes, cwd: str, cap: int, account: _Account) -> list[Secti
         if _lone_cr_at_end(cwd, raw_path, rgstd.last_line(paths[i], texts[i])):
             raise rgstd.Unsure("a last line ending in a lone CR")  # rare enough for --json to show it
     account.add(batch.sizes)
-    if any(path.startswith("/") for path in paths):  # shown relative to the workdir where inside it
+    if any(map(os.path.isabs, paths)):  # shown relative to the workdir where inside it
         shown = [cwd_relative(path, cwd) for path in paths]
         texts = [text if a == b else a + text[len(b) :] for a, b, text in zip(shown, paths, texts, strict=True)]
         paths = shown

@@ -27,7 +27,7 @@ TREES: dict[str, dict[str, bytes]] = {
         "src/main.py": b"def needle():\r\n    return 'needle'\r\n",
         "src/util/helpers.py": b"# needle helper\nvalue = 1\n",
         "README.md": b"The needle is here.\nAnd there: needle.\n",
-        "docs/\xc3\xa9t\xc3\xa9.txt": b"needle \xc3\xa9t\xc3\xa9\r\n",
+        "docs/été.txt": "needle été\r\n".encode(),
         "Notes.txt": b"needle upper\n",
         "notes.txt": b"needle lower\r\n",
         ".hidden/secret.txt": b"needle hidden\n",
@@ -44,16 +44,16 @@ CALLS = [
     ("glob", "*.txt"),
     ("glob", "**/util/*"),
     ("grep", "needle"),
-    ("grep", "needle$"),
-    ("grep", "needle\\r?$"),
-    ("grep", "^needle \\d+"),
+    ("grep", "[a-z.)]+$"),  # `$` before `\n` only: not at the end of a CRLF line
+    ("grep", "[a-z.)]+\\r?$"),
+    ("grep", "^needle \\d+$"),
     ("grep", "[Nn]ot"),
 ]
 
 
 def make(root: Path, files: dict[str, bytes]) -> Path:
     for i, (name, data) in enumerate(sorted(files.items())):
-        path = root / os.fsdecode(name.encode())
+        path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.utime(path, (1_700_000_000 + i * 10, 1_700_000_000 + i * 10))

@@ -96,6 +96,11 @@ class IndexManager:
         self._reason = None
         if root is None or self.mode == "off":
             return
+        unavailable = osdep.index_unavailable_reason()  # Windows: not even when asked (docs/behaviour.md)
+        if unavailable is not None:
+            self._reason = unavailable
+            log.log(NOTICE if self.mode == "on" else logging.INFO, "workspace index off for %s: %s", root, unavailable)
+            return
         reason = unsupported_reason(root)
         if reason is not None:
             self._reason = reason

@@ -36,6 +36,7 @@ __all__ = [
     "flock_now",
     "fsync_directory",
     "glibc",
+    "index_unavailable_reason",
     "index_unsupported_reason",
     "limit_memory",
     "lock",
@@ -541,6 +542,11 @@ def index_unsupported_reason() -> str | None:
     """Why the warm index cannot promise read-your-writes on this system at all, or None."""
     if not sys.platform.startswith("linux"):
         return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
+    return None
+
+
+def index_unavailable_reason() -> str | None:
+    """Why the warm index cannot run here even when asked (`--index on`), or None: it can on POSIX."""
     return None
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "flock_now",
     "fsync_directory",
     "glibc",
+    "index_unavailable_reason",
     "index_unsupported_reason",
     "limit_memory",
     "lock",
@@ -553,11 +554,20 @@ def process_alive(pid: int) -> bool:
 # -- the index, the allocator -----------------------------------------------------------------------------
 
 
+_NO_INDEX = (
+    "the index is off on Windows: no change watcher here is proven exact (ReadDirectoryChangesW drops every "
+    "event when its buffer overflows, and a write through a memory mapping or another hard link is reported "
+    "late or not at all), so it could not promise that a file written before a request is seen by it"
+)
+
+
 def index_unsupported_reason() -> str | None:
-    return (
-        "the index is off on Windows: no change watcher here is proven exact (ReadDirectoryChangesW "
-        "drops every event when its buffer overflows and reports some writes late or not at all)"
-    )
+    return _NO_INDEX
+
+
+def index_unavailable_reason() -> str | None:
+    """The index does not run on Windows, even with `--index on`: searches walk (exactness first)."""
+    return _NO_INDEX
 
 
 def glibc() -> Any:

@@ -42,6 +42,9 @@ def _relative(path: str, start: str) -> str:
     norm = os.path.normcase
     start_drive, start_rest = os.path.splitdrive(os.path.normpath(start))
     path_drive, path_rest = os.path.splitdrive(os.path.normpath(path))
+    if bool(start_drive) != bool(path_drive):  # Windows: `\\x` is on the current drive (Node's resolve says so)
+        current = os.path.splitdrive(os.path.abspath(os.sep))[0]
+        start_drive, path_drive = start_drive or current, path_drive or current
     if norm(start_drive) != norm(path_drive):
         raise ValueError(f"{path} is on another drive than {start}")
     start_parts = [part for part in start_rest.split(_SEP) if part]

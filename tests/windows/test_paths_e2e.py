@@ -66,17 +66,16 @@ def test_display_paths_are_ripgreps_and_come_back(start: MakeDaemon, tree: Path)
     comes_back(d, "src/util\\B.txt", b"x needle\n")
 
 
-@pytest.mark.parametrize(
-    "spelling", ["Z:{}", "z:{}", "Z:{}/", "{}"], ids=["drive", "lower-case-drive", "forward-slashes", "no-drive"]
-)
-def test_an_absolute_path_inside_the_workdir_is_shown_relative(start: MakeDaemon, tree: Path, spelling: str) -> None:
+def test_an_absolute_path_inside_the_workdir_is_shown_relative(start: MakeDaemon, tree: Path) -> None:
+    """However it is spelled: drive letter in either case, `/` separators, no drive (the current one)."""
     d = start_raw(start, tree)
     src = str(tree / "src")
-    absolute = spelling.format(src if "/" in spelling else src.replace("/", "\\"))
-    assert text_of(d.call("glob", {"pattern": "*.txt", "path": absolute})) in (
-        "src\\a.txt\nsrc\\util\\B.txt",
-        "src\\util\\B.txt\nsrc\\a.txt",
-    )
+    backslashed = src.replace("/", "\\")
+    for absolute in ("Z:" + backslashed, "z:" + backslashed, "Z:" + src + "/", backslashed):
+        assert text_of(d.call("glob", {"pattern": "*.txt", "path": absolute})) in (
+            "src\\a.txt\nsrc\\util\\B.txt",
+            "src\\util\\B.txt\nsrc\\a.txt",
+        ), absolute
 
 
 def test_case_only_differences_of_the_workdir_still_count_as_inside(start: MakeDaemon, tree: Path) -> None:

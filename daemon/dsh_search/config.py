@@ -182,7 +182,8 @@ KEYS: tuple[Key, ...] = (
         "spillDir",
         "str",
         None,
-        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill",
+        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\spill)",
         help="Directory of the spill store, where the complete results of capped searches are saved (created 0700).",
     ),
     Key(
@@ -254,7 +255,8 @@ KEYS: tuple[Key, ...] = (
         "indexDir",
         "str",
         None,
-        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index",
+        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\index)",
         help="Directory of the workspace indexes (one subdirectory per workspace, created 0700); daemons "
         "may share it. Deleting it while a daemon runs loses nothing: searches walk and the index is built "
         "again.",

@@ -24,6 +24,12 @@ bound what a killed daemon leaves (docs/hosts.md, "Stopping it"):
   directory's lock. A directory is renamed out of the way (`TRASH_PREFIX`) before it is deleted, so a
   removal interrupted half-way is recognisable and finished by the next sweep.
 
+On Windows (dsh_search/osdep/windows.py) the same three hold with Windows means: the lock is a byte-range
+lock on MARKER, the launcher is watched by a thread waiting on its process handle (PyInstaller's Windows
+launcher does not end its child when it is terminated), a stop is SIGTERM raised in the process, and the
+directory is `%TEMP%\\_MEI%08x` plus what the C runtime's `_wtempnam` appended. A daemon cannot remove its
+own directory there while its DLLs are loaded from it: the next start's sweep does.
+
 The name's format (`_MEI%08x` plus mkdtemp's six characters) is PyInstaller 6.22's, which the child's
 own bootloader checks; a directory named otherwise is never ours to hold or remove, so a
 PyInstaller that changes it makes all of this a no-op (tests/server/test_extraction_e2e.py notices).

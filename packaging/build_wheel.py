@@ -339,7 +339,9 @@ def pe_machine(path: Path) -> str | None:
 
 def windows_platform_tag(executable: Path, sidecar: Path) -> str:
     tag, sidecar_tag = pe_machine(executable), pe_machine(sidecar)
-    if tag is None or tag != sidecar_tag:
+    if tag is None:
+        raise SystemExit(f"build_wheel: {executable} starts as a PE file but is none of a known machine: unsupported")
+    if tag != sidecar_tag:
         raise SystemExit(f"build_wheel: {executable} ({tag}) and {sidecar} ({sidecar_tag}) are not one Windows machine")
     return tag
 

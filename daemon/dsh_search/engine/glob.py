@@ -143,7 +143,7 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
     shown = paths[:max_results]
     footer = texts.glob_footer_plain(len(shown), len(paths), recovery)
     if sample:
-        sampled = sample_across_top_level(paths, max_results, root)
+        sampled = sample_across_top_level(paths, max_results, root, os.sep)
         if sampled.total_groups != len(paths):  # not "flat": every path its own group
             shown = sampled.items
             footer = texts.glob_footer_sampled(

@@ -8,12 +8,7 @@ Linear in the number of paths: 125,000 groups or 25,000 paths cost milliseconds.
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
-
-# ripgrep joins the names it finds with the platform's separator, and upstream splits display paths on
-# Node's `path.sep`: `/`, and `\` on Windows.
-_SEP = os.sep
 
 
 class Sample(NamedTuple):
@@ -22,9 +17,10 @@ class Sample(NamedTuple):
     total_groups: int
 
 
-def group_keys(paths: list[str], root: str) -> list[str]:
-    """Each path's first segment below `root` (the whole path's first segment when it is not below it)."""
-    sep = _SEP
+def group_keys(paths: list[str], root: str, sep: str = "/") -> list[str]:
+    """Each path's first segment below `root` (the whole path's first segment when it is not below it).
+    `sep` is the platform's path separator (`os.sep`): ripgrep joins the names it finds with it, and upstream
+    splits display paths at Node's `path.sep` — `\\` on Windows."""
     if root == ".":
         prefix = "." + sep
     else:
@@ -35,9 +31,9 @@ def group_keys(paths: list[str], root: str) -> list[str]:
     return [p.removeprefix(prefix).lstrip(sep).split(sep, 1)[0] for p in paths]
 
 
-def sample_across_top_level(paths: list[str], max_items: int, root: str) -> Sample:
+def sample_across_top_level(paths: list[str], max_items: int, root: str, sep: str = "/") -> Sample:
     groups: dict[str, list[str]] = {}
-    for key, path in zip(group_keys(paths, root), paths, strict=True):
+    for key, path in zip(group_keys(paths, root, sep), paths, strict=True):
         members = groups.get(key)
         if members is None:
             groups[key] = [path]

@@ -71,7 +71,14 @@ def searches_running(exe: object, daemon_pid: int) -> list[int]:
     from tests.support.locations import WINDOWS, process_fragment, sidecar_of
 
     sidecar = process_fragment(sidecar_of(Path(str(exe))))
-    return processes_named(sidecar, under=None if WINDOWS else daemon_pid, without=" --files ")
+    found = processes_named(sidecar, under=None if WINDOWS else daemon_pid, without=" --files ")
+    if WINDOWS and found:
+        # A Windows process that has ended (its handle signalled, the daemon answered) leaves the host's
+        # process table a moment later: wine finishes the exit asynchronously. What is still there after
+        # that moment is running.
+        wait_until(lambda: not processes_named(sidecar, without=" --files "), timeout=1.0)
+        found = processes_named(sidecar, without=" --files ")
+    return found
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.support.locations import rg_process, sidecar_of
+from tests.support.locations import WINDOWS, rg_process, sidecar_of
 from tests.support.processes import alive, descendants, processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN
 
@@ -26,7 +26,9 @@ def daemons(exe: Path) -> Iterator[list[Daemon]]:
     yield started
     for d in started:
         d.stop()
-    assert not processes_named(rg_process(exe)), "an rg process outlived the daemon"
+    assert wait_until(lambda: not processes_named(rg_process(exe)), timeout=2.0 if WINDOWS else 0), (
+        "an rg process outlived the daemon"
+    )
 
 
 def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson") -> Daemon:

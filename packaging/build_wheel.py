@@ -397,6 +397,8 @@ def wheel_members(dist: Path, version: str, tag: str) -> list[tuple[str, bytes, 
         (f"{PACKAGE}/__init__.py", init.encode(), 0o644),
         *modules,
         (f"{PACKAGE}/py.typed", b"", 0o644),
+        # The remote installer the client runs through a launcher (clients/python/README.md).
+        (f"{PACKAGE}/remote-install.sh", (SDK / "remote-install.sh").read_bytes(), 0o644),
         *((f"{PACKAGE}/bin/{path.name}", path.read_bytes(), 0o755) for path in executables(dist)),
     ]
     info = f"{PACKAGE}-{version}.dist-info"

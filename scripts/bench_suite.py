@@ -187,6 +187,18 @@ def python_pid(launcher: int) -> int:
     return launcher
 
 
+def cpu_ns(pid: int) -> int:
+    """CPU time (ns) the process's threads have used, from their schedstat: to the nanosecond, and not
+    moved by what else the machine runs."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
 @functools.cache
 def knows_index(exe: Path) -> bool:
     """Whether the executable has the index flags (builds before 0.2 have none, and always walk)."""
@@ -564,6 +576,156 @@ def run_cold_start(b: Bench) -> None:
         reference_ms=reference,
     )
     b.add(result)
+
+
+REMOTE_IDS = ("remote-ping", "remote-grep", "remote-start")
+
+
+def echo_sampler(client: StdioClient, size: int = 0) -> Sampler:
+    """A request through `cat` and back, padded to about `size` bytes (the answer's size): what the channel
+    alone costs a call."""
+    params = {"pad": "x" * size} if size else None
+    return lambda: seconds(lambda: client.request("echo", params))
+
+
+def run_remote(b: Bench) -> None:
+    """The cost of a call through ssh (an sshd on 127.0.0.1, tests/support/machine.py) against the same
+    call over a local pipe; and the channel's own cost, a line through `cat` over ssh and over a pipe."""
+    if not b.any_wanted("remote", REMOTE_IDS):
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.support.machine import Machine, Unavailable
+
+    try:
+        machine = Machine(b.scratch / "machine", dist=b.exe.parent, netns=False).start()
+    except Unavailable as exc:
+        print(f"bench: the remote workloads need an sshd of their own ({exc}): skipped", flush=True)
+        return
+    try:
+        tree = machine.tmp / "tree"
+        for i in range(40):
+            (tree / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+            (tree / f"d{i % 4}" / f"f{i}.py").write_text(f"def f{i}():\n    return {i}  # TODO\n" * 20)
+        flags = ["--sample-over-cap-glob-results", "true", "--index", "off"]
+        far_argv = [*machine.launcher(), " ".join(["dsh-search", *flags, "--workdir", machine.far(tree)])]
+        local_argv = [str(b.exe), *flags, "--workdir", str(tree)]
+        clients = {
+            "daemon through ssh": StdioClient(far_argv),
+            "daemon, local pipe": StdioClient(local_argv),
+            "cat through ssh": StdioClient([*machine.launcher(), "cat"]),
+            "cat, local pipe": StdioClient(["cat"]),
+        }
+        try:
+            for name in ("daemon through ssh", "daemon, local pipe"):
+                clients[name].result("ping")
+            calls = 50  # a sample is the mean of this many calls: a single call is a fraction of a millisecond
+
+            def mean(fn: Sampler) -> Sampler:
+                return lambda: sum(fn() for _ in range(calls)) / calls
+
+            def channel(result: Result) -> Result:
+                ours = result.median("daemon through ssh") or 0.0
+                local = result.median("daemon, local pipe") or 0.0
+                alone = (result.median("cat through ssh") or 0.0) - (result.median("cat, local pipe") or 0.0)
+                result.extra.update(
+                    {
+                        "calls_per_sample": calls,
+                        "added_by_ssh_ms": round(ours - local, 4),
+                        "channel_alone_ms": round(alone, 4),
+                        "beyond_channel_ms": round(ours - local - alone, 4),
+                        "sshd": "127.0.0.1, a mount namespace of its own (tests/support/machine.py)",
+                    }
+                )
+                return result
+
+            echo = {name: echo_sampler(clients[name]) for name in ("cat through ssh", "cat, local pipe")}
+            # The daemons' Python processes: what each spends per call (no more through the channel).
+            far = [pid for pid, cmd in machine.processes().items() if cmd.startswith("dsh-search ")]
+            launchers = [
+                pid
+                for pid in far
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] not in map(str, far)
+            ]
+            daemons = {
+                "daemon through ssh": python_pid(launchers[0]),
+                "daemon, local pipe": python_pid(clients["daemon, local pipe"].proc.pid),
+            }
+
+            def cpu_per_call(run: Callable[[], Result]) -> Result:
+                before = {name: cpu_ns(pid) for name, pid in daemons.items()}
+                result = run()
+                done = calls * b.rounds
+                result.extra["daemon_cpu_us_per_call"] = {
+                    name: round((cpu_ns(pid) - before[name]) / done / 1000, 1) for name, pid in daemons.items()
+                }
+                return result
+
+            if b.wanted("remote-ping", "remote"):
+                samplers = {
+                    name: mean(lambda c=clients[name]: seconds(lambda: c.result("ping"))) for name in list(clients)[:2]
+                }
+                samplers.update({name: mean(fn) for name, fn in echo.items()})
+                b.add(
+                    cpu_per_call(
+                        lambda samplers=samplers: channel(
+                            Result(
+                                "remote-ping",
+                                "remote",
+                                "one ping through ssh (loopback) vs a local pipe; cat: the channel alone",
+                                interleave(samplers, b.rounds),
+                                "daemon, local pipe",
+                                [Check("beyond_channel_ms", 0.5)],
+                            )
+                        )
+                    )
+                )
+            if b.wanted("remote-grep", "remote"):
+                params = {"pattern": "TODO", "path": "d1"}
+                answer = len(json.dumps(clients["daemon, local pipe"].request("grep", params)))
+                samplers = {
+                    name: mean(lambda c=clients[name]: seconds(lambda: c.result("grep", params)))
+                    for name in list(clients)[:2]
+                }
+                samplers.update(
+                    {name: mean(echo_sampler(clients[name], answer)) for name in ("cat through ssh", "cat, local pipe")}
+                )
+                b.add(
+                    cpu_per_call(
+                        lambda samplers=samplers: channel(
+                            Result(
+                                "remote-grep",
+                                "remote",
+                                "grep `TODO` in a 10-file directory (200 matches) through ssh vs a local pipe; cat: an "
+                                "answer's bytes through the channel alone",
+                                interleave(samplers, b.rounds),
+                                "daemon, local pipe",
+                                [Check("beyond_channel_ms", 0.5)],
+                            )
+                        )
+                    )
+                )
+        finally:
+            for client in clients.values():
+                client.close()
+        if b.wanted("remote-start", "remote"):
+            b.add(
+                Result(
+                    "remote-start",
+                    "remote",
+                    "start through ssh: spawn → first ping answer (a new ssh connection each time)",
+                    interleave(
+                        {
+                            "daemon through ssh": lambda: first_ping(far_argv),
+                            "daemon, local": lambda: first_ping(local_argv),
+                        },
+                        b.rounds,
+                    ),
+                    "daemon, local",
+                    [],
+                )
+            )
+    finally:
+        machine.stop()
 
 
 def run_concurrency(b: Bench) -> None:
@@ -1272,7 +1434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s) for s in args.scale_sizes.split(",")] if args.scale_sizes else None
     sizes = sizes or (QUICK_SCALE_SIZES if args.quick else DEFAULT_SCALE_SIZES)
     if args.list:
-        ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "cold-start", "concurrency"]
+        ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "cold-start", *REMOTE_IDS, "concurrency"]
         ids += [f"cores-{w}-{n}cpu" for w in CORE_WORKLOADS for n in core_counts()]
         ids += [c[0] for c in TERMINAL_CASES]
         ids += [f"scale-{k}-{size_label(n)}" for n in sizes for k, *_ in SCALE_WORKLOADS]
@@ -1302,6 +1464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         b.suite_queries = args.suite_queries or (QUICK_SUITE_QUERIES if args.quick else None)
         try:
             run_cold_start(b)
+            run_remote(b)
             kernel_ids = [w[0] for w in SEARCH_WORKLOADS] + ["rss-grep-static", "concurrency"]
             core_ids = [f"cores-{w}-{n}cpu" for w in CORE_WORKLOADS for n in core_counts()]
             if (

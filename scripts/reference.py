@@ -13,7 +13,9 @@ docs/reference.md is hand-written prose with generated blocks between `<!-- gene
 - errors: `methods.errors.KINDS` and the envelope codes of `transport.jsonrpc`;
 - config: `config.KEYS` (name, flag, values, default, help text);
 - cli: the argparse parser of `__main__` (the flags that are not configuration keys);
-- exit: the exit statuses of `__main__`.
+- exit: the exit statuses of `__main__`;
+- grep-extended: grep's parameters in the extended profile (`methods.tools.GREP_EXTENDED`'s schema, the
+  defaults of `engine.request.GrepQuery`).
 
 The examples are written by hand but they are real: tests/server/test_reference_examples_e2e.py sends every
 one, in order, to the frozen daemon on `EXAMPLE_TREE` and checks each answer against the documented one
@@ -37,10 +39,11 @@ sys.path.insert(0, str(ROOT / "daemon"))
 
 from dsh_search import __main__ as cli  # noqa: E402
 from dsh_search.config import KEYS  # noqa: E402
+from dsh_search.engine.request import UPSTREAM_FIELDS, GrepQuery, grep_fields, wire_name  # noqa: E402
 from dsh_search.methods.era import UNSUPPORTED_PROTOCOL_VERSION  # noqa: E402
 from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED, RESOURCE_NOT_FOUND  # noqa: E402
 from dsh_search.methods.registry import MethodSpec, MethodTable  # noqa: E402
-from dsh_search.methods.tools import GLOB_RESULT, GREP_RESULT, HOST_FIELDS  # noqa: E402
+from dsh_search.methods.tools import GLOB_RESULT, GREP_EXTENDED, GREP_RESULT, HOST_FIELDS  # noqa: E402
 from dsh_search.transport import jsonrpc  # noqa: E402
 from dsh_search.wiring import METHODS  # noqa: E402
 
@@ -79,6 +82,11 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "dsh-search", "version": "<version>"}}
+# The same from a client that declares the MCP Apps extension: it gets the whole result (mcpResult auto).
+APPS_ENVELOPE = {
+    **ENVELOPE,
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/ui": {}}},
+}
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,6 @@ EXAMPLES: tuple[Example, ...] = (
                         "name": name,
                         "description": f"<{name}'s description>",
                         "inputSchema": f"<{name}'s model-facing params>",
-                        "outputSchema": "<structuredContent: the text the model is shown, {text}>",
                         "annotations": {"readOnlyHint": True},
                     }
                     for name in ("glob", "grep")
@@ -322,16 +329,11 @@ EXAMPLES: tuple[Example, ...] = (
                         "util.py\nLine 2:     return 42  # TODO: cache",
                     }
                 ],
-                "structuredContent": {
-                    "text": "Found 2 matches\n\napp.py\nLine 5:     # TODO: parse args\n\n"
-                    "util.py\nLine 2:     return 42  # TODO: cache",
-                },
                 "isError": False,
-                "_meta": {"dsh-search/result": {"meta": "<as grep's meta>", "spill": None}},
             }
         },
-        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it). "
-        "`structuredContent` is the text; the rest of grep's result is in `_meta`.",
+        title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it): "
+        "the text alone, which is what every agent framework hands its model as is (`mcpResult`).",
     ),
     Example(
         "tools/call",
@@ -370,7 +372,7 @@ EXAMPLES: tuple[Example, ...] = (
     Example(
         "tools/call",
         "tools/call",
-        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": ENVELOPE},
+        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": APPS_ENVELOPE},
         {
             "result": {
                 "resultType": "complete",
@@ -390,16 +392,14 @@ EXAMPLES: tuple[Example, ...] = (
                         "size": 64,
                     },
                 ],
-                "structuredContent": {"text": "<the text above>"},
+                "structuredContent": {"text": "<the text above>", "meta": "<glob's meta>", "spill": "<glob's spill>"},
                 "isError": False,
-                "_meta": {
-                    "dsh-search/result": {"meta": "<as glob's meta>", "spill": "<as glob's spill>"},
-                    **SERVER_INFO,
-                },
+                "_meta": SERVER_INFO,
             }
         },
-        title="A capped glob from a 2026-07-28 client: the text names the saved result (for clients that "
-        "ignore links) and a `resource_link` leads to it.",
+        title="A capped glob from a 2026-07-28 client that declares the MCP Apps extension (or any client with "
+        "`mcpResult: full`): the text names the saved result, a `resource_link` leads to it, and the "
+        "structuredContent is glob's native result.",
     ),
     Example(
         "resources/read",
@@ -556,11 +556,12 @@ EXAMPLES: tuple[Example, ...] = (
                 "root": "<tree>",
                 "answered": {"glob": 0, "grep": 0},
                 "walked": 7,
+                "walkedBecause": {"no-index": 7},
                 "reason": "waiting for a search that walks for 0.2 s or more",
             }
         },
         title="With the default `--index auto` on a small tree: every walk was quick, so no index was built "
-        "and the seven searches so far walked.",
+        "and the seven searches so far walked (`walkedBecause`: the planner's reasons).",
     ),
     Example(
         "rpc.discover",
@@ -952,7 +953,30 @@ def block_exit() -> list[str]:
     return out
 
 
+def block_grep_extended() -> list[str]:
+    assert GREP_EXTENDED.tool is not None
+    properties = GREP_EXTENDED.tool.input_schema["properties"]
+    out = ["| param | type | values | default | meaning |", "|---|---|---|---|---|"]
+    for field in grep_fields("extended"):
+        if field in UPSTREAM_FIELDS:
+            continue
+        schema = properties[wire_name(field)]
+        if "enum" in schema:
+            values = ", ".join(f"`{v}`" for v in schema["enum"])
+        elif "maximum" in schema:
+            values = f"{schema['minimum']} to {schema['maximum']}"
+        elif "minimum" in schema:
+            values = f"{schema['minimum']} or more" + (" (at most grepMaxMatches)" if field == "limit" else "")
+        else:
+            values = "true or false" if schema["type"] == "boolean" else "one glob"
+        default = GrepQuery._field_defaults[field]
+        shown = "none" if default is None else json.dumps(default.value if hasattr(default, "value") else default)
+        out.append(f"| `{wire_name(field)}` | {schema['type']} | {values} | {shown} | {_cell(schema['description'])} |")
+    return out
+
+
 BLOCKS = {
+    "grep-extended": block_grep_extended,
     "methods": block_methods,
     "example-setup": block_example_setup,
     "host-fields": block_host_fields,

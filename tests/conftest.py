@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import Daemon, MakeDaemon
-from tests.support.locations import DIST, EXE, VENV_RG, WINDOWS, process_fragment, sidecar_of
+from tests.support.locations import DIST, EXE, VENV_RG, WINDOWS, sidecar_of
 from tests.support.packaging import Venv, build_wheel, install_wheel
-from tests.support.processes import processes_named, wait_until
+from tests.support.processes import wait_until
 from tests.support.trees import upstream_fixture, write_slow_corpus
 from tests.support.unprivileged import reachable_by_nobody
 
@@ -128,8 +128,6 @@ def spill_root(tmp_path: Path) -> Path:
 def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
     started: list[Daemon] = []
 
-    used = {exe}
-
     def make(*extra: str, framing: str = "ndjson", sampling: str = "true", **kw: Any) -> Daemon:
         args = ["--sample-over-cap-glob-results", sampling, "--spill-dir", str(spill_root), *extra]
         # A daemon that drops root's privileges runs a copy it can reach when the build is out of reach.
@@ -137,7 +135,6 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
         if "user" in kw:
             # Nor may its working directory (the daemon's default workspace) be out of that user's reach.
             kw.setdefault("cwd", "/")
-        used.add(program)
         d = Daemon(args, framing=framing, exe=program, **kw)
         started.append(d)
         return d
@@ -145,9 +142,8 @@ def start(exe: Path, spill_root: Path) -> Iterator[MakeDaemon]:
     yield make
     for d in started:
         d.stop()
-    for program in used:  # (under wine, a process that ended leaves the process table a moment later)
-        rg = process_fragment(sidecar_of(program))
-        assert wait_until(lambda rg=rg: not processes_named(rg), timeout=2.0 if WINDOWS else 0), (
+    for d in started:  # (under wine, a process that ended leaves the process table a moment later)
+        assert wait_until(lambda d=d: not d.ripgreps(), timeout=2.0 if WINDOWS else 0), (
             "an rg process outlived its search"
         )
 

@@ -69,6 +69,15 @@ var exitHints = map[int]string{
 	127: "the launcher could not run what it unpacked into $TMPDIR (a noexec mount?)",
 }
 
+// Through a launcher the status is the channel's: the far side's daemon's, or the launcher's own failure.
+var launcherExitHints = map[int]string{
+	2:   exitHints[2],
+	3:   exitHints[3],
+	126: "the far side found the executable but could not run it",
+	127: "the far side found no such executable (is it on the PATH a non-interactive session gets?), or its launcher could not run what it unpacked into $TMPDIR",
+	255: "the launcher could not reach the far side (ssh's own failures exit 255)",
+}
+
 // ErrClosed means the daemon's stdout ended (it exited) before the answer came, or the client was closed.
 var ErrClosed = errors.New("dsh-search: connection closed")
 
@@ -166,8 +175,9 @@ func CancelReply(err error) *Error {
 // configuration. Stderr holds the daemon's last stderr lines when Options.Stderr is not an *os.File.
 // It unwraps to ErrClosed.
 type StartupError struct {
-	State  *os.ProcessState // nil if the daemon was still running
-	Stderr string
+	State    *os.ProcessState // nil if the daemon was still running
+	Stderr   string
+	launched bool // through a launcher: its status is the channel's
 }
 
 // ExitCode is the daemon's exit status, or -1.
@@ -179,6 +189,10 @@ func (e *StartupError) ExitCode() int {
 }
 
 func (e *StartupError) Error() string {
+	hints := exitHints
+	if e.launched {
+		hints = launcherExitHints
+	}
 	what := "stopped talking"
 	if e.State != nil {
 		what = "exited with status " + strconv.Itoa(e.State.ExitCode())
@@ -187,7 +201,7 @@ func (e *StartupError) Error() string {
 		}
 	}
 	msg := "dsh-search " + what + " before answering initialize"
-	if hint, ok := exitHints[e.ExitCode()]; ok {
+	if hint, ok := hints[e.ExitCode()]; ok {
 		msg += " (" + hint + ")"
 	}
 	if tail := strings.TrimSpace(e.Stderr); tail != "" {
@@ -200,8 +214,22 @@ func (e *StartupError) Unwrap() error { return ErrClosed }
 
 // Options configure Start. SampleOverCapGlobResults is required unless Args set the flag or a --config.
 type Options struct {
-	// Executable is the daemon; "" means FindExecutable("").
+	// Executable is the daemon; "" means FindExecutable(""). With a Launcher, its path (or a name on the
+	// PATH) on the far side, default "dsh-search", not looked up here.
 	Executable string
+	// Launcher is a command prefix, as an argv (never a shell string), that starts the daemon on the far
+	// side of a channel: {"ssh", "-T", "-o", "BatchMode=yes", "user@host"}, {"docker", "exec", "-i", "ctr"},
+	// {"kubectl", "exec", "-i", "pod", "--"}, {"podman", "exec", "-i", "ctr"}, {"wsl.exe", "--exec"}.
+	Launcher []string
+	// LauncherQuote is how the daemon's argv goes through the Launcher: QuoteAuto (""), QuoteShell or
+	// QuoteNone.
+	LauncherQuote string
+	// Remote passes --remote true (the daemon's paths are not the host's); nil means: when there is a
+	// Launcher.
+	Remote *bool
+	// Install, with a Launcher, first puts this build (a directory holding dsh-search and dsh-search-rg
+	// built for the far side's platform) on the far side through it, and runs that (see Install).
+	Install string
 	// SampleOverCapGlobResults: how an over-cap glob is ordered (an explicit choice the daemon requires).
 	SampleOverCapGlobResults *bool
 	// Workdir is --workdir, the default cwd of searches; SpillDir is --spill-dir.
@@ -278,15 +306,23 @@ type Client struct {
 }
 
 // FindExecutable returns the dsh-search executable as an absolute path: explicit if not empty, else
-// $DSH_SEARCH_EXE, else dsh-search on PATH.
+// $DSH_SEARCH_EXE, else dsh-search. A path with a directory in it is taken relative to the current
+// directory; a bare name is looked up on PATH, never in the current directory (a PATH entry that is
+// relative, such as "." or "", finds nothing: exec.ErrDot).
 func FindExecutable(explicit string) (string, error) {
 	if explicit == "" {
 		explicit = os.Getenv("DSH_SEARCH_EXE")
 	}
 	if explicit == "" {
-		found, err := exec.LookPath("dsh-search")
+		explicit = "dsh-search"
+	}
+	if !strings.ContainsAny(explicit, `/`+string(filepath.Separator)) {
+		found, err := exec.LookPath(explicit)
+		if err == nil && !filepath.IsAbs(found) {
+			err = fmt.Errorf("%s is in a relative PATH entry (%s)", explicit, found)
+		}
 		if err != nil {
-			return "", fmt.Errorf("dsh-search not found (pass its path, set DSH_SEARCH_EXE, or put it on PATH): %w", err)
+			return "", fmt.Errorf("%s not found on PATH (pass its path, set DSH_SEARCH_EXE, or put it on PATH): %w", explicit, err)
 		}
 		explicit = found
 	}
@@ -316,23 +352,47 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 	if opts.TermWait <= 0 {
 		opts.TermWait = 6 * time.Second
 	}
-	exe, err := FindExecutable(opts.Executable)
+	if err := checkLauncher(opts.Launcher, opts.LauncherQuote); err != nil {
+		return nil, err
+	}
+	if opts.SampleOverCapGlobResults == nil && !hasFlag(opts.Args, "--sample-over-cap-glob-results", "--config") {
+		return nil, errors.New("dsh-search: Options.SampleOverCapGlobResults is required (or pass the flag or --config in Args)")
+	}
+	var exe string
+	var err error
+	switch {
+	case opts.Install != "" && len(opts.Launcher) == 0:
+		return nil, errors.New("dsh-search: Options.Install needs a Launcher: it puts the build on the far side of the launcher")
+	case opts.Install != "" && opts.Executable != "":
+		return nil, errors.New("dsh-search: set Options.Executable or Options.Install, not both: Install runs the build it installed")
+	case opts.Install != "":
+		exe, err = Install(ctx, InstallOptions{Launcher: opts.Launcher, LauncherQuote: opts.LauncherQuote, Build: opts.Install, Env: opts.Env})
+	case len(opts.Launcher) > 0:
+		exe = opts.Executable // the far side's path, or a name on its PATH: not looked up here
+		if exe == "" {
+			exe = "dsh-search"
+		}
+	default:
+		exe, err = FindExecutable(opts.Executable)
+	}
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"--framing", "ndjson"}
 	if opts.SampleOverCapGlobResults != nil {
 		args = append(args, "--sample-over-cap-glob-results", strconv.FormatBool(*opts.SampleOverCapGlobResults))
-	} else if !hasFlag(opts.Args, "--sample-over-cap-glob-results", "--config") {
-		return nil, errors.New("dsh-search: Options.SampleOverCapGlobResults is required (or pass the flag or --config in Args)")
 	}
 	if opts.Workdir != "" {
-		args = append(args, "--workdir", opts.Workdir)
+		args = append(args, "--workdir="+opts.Workdir) // one argument: a directory may start with "-"
 	}
 	if opts.SpillDir != "" {
-		args = append(args, "--spill-dir", opts.SpillDir)
+		args = append(args, "--spill-dir="+opts.SpillDir)
+	}
+	if (opts.Remote == nil && len(opts.Launcher) > 0) || (opts.Remote != nil && *opts.Remote) {
+		args = append(args, "--remote", "true")
 	}
 	args = append(args, opts.Args...)
+	argv := LaunchCommand(opts.Launcher, opts.LauncherQuote, exe, args)
 
 	c := &Client{
 		opts:       opts,
@@ -343,7 +403,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
-	if err := c.spawn(exe, args); err != nil {
+	if err := c.spawn(argv[0], argv[1:]); err != nil {
 		return nil, err
 	}
 	if opts.SkipInitialize {
@@ -364,7 +424,7 @@ func Start(ctx context.Context, opts Options) (*Client, error) {
 			state := c.waitState(opts.ExitWait)
 			_, _ = c.Close()
 			<-c.stderrDone
-			return nil, &StartupError{State: state, Stderr: c.StderrTail()}
+			return nil, &StartupError{State: state, Stderr: c.StderrTail(), launched: len(opts.Launcher) > 0}
 		}
 		_, _ = c.Close()
 		return nil, err
@@ -448,7 +508,8 @@ func (c *Client) spawn(exe string, args []string) error {
 	return nil
 }
 
-// Pid is the process id of the daemon (with PyInstaller onefile: of its launcher).
+// Pid is the process id of the daemon (with PyInstaller onefile: of its launcher); with Options.Launcher, the
+// launcher's (ssh's, docker's, …): a signal to it ends the channel, and so the daemon.
 func (c *Client) Pid() int { return c.cmd.Process.Pid }
 
 // Exited is closed once the daemon process has exited.

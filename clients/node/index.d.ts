@@ -78,12 +78,79 @@ export declare class ClosedError extends DshSearchError {
 /** The daemon exited before answering initialize (exit 3: ripgrep sidecar missing; 2: invalid configuration). */
 export declare class StartupError extends ClosedError {}
 
-/** `explicit`, else $DSH_SEARCH_EXE, else `dsh-search` on PATH, as an absolute path; throws if none. */
+/**
+ * `explicit`, else $DSH_SEARCH_EXE, else `dsh-search`, as an absolute path; a bare name is looked up on PATH
+ * (its absolute directories), never in the current directory. Throws if there is none.
+ */
 export declare function findExecutable(explicit?: string | null, env?: NodeJS.ProcessEnv): string;
 
+/**
+ * How the daemon's argv goes through a launcher: 'shell' quotes each argument for a POSIX shell and joins
+ * them into one (what ssh needs), 'none' passes them as they are (docker/podman/kubectl exec, wsl.exe
+ * --exec), 'auto' is 'shell' when the launcher's program is ssh.
+ */
+export type LauncherQuote = 'auto' | 'shell' | 'none';
+
+/** Whether `launchCommand` quotes the daemon's argv for a shell behind this launcher. */
+export declare function quotesForShell(launcher: readonly string[], quote?: LauncherQuote): boolean;
+/** `arg` as one word of a POSIX shell (single-quoted). */
+export declare function shellWord(arg: string): string;
+/** The argv to spawn: `program` and `args`, after the launcher if there is one. */
+export declare function launchCommand(
+  launcher: readonly string[] | null | undefined,
+  quote: LauncherQuote,
+  program: string,
+  args: readonly string[],
+): string[];
+
+/** The build could not be put on (or found on) the far side. */
+export declare class InstallError extends DshSearchError {
+  readonly name: 'InstallError';
+  /** The launcher's exit status (255: ssh could not connect), or null. */
+  readonly exitCode: number | null;
+  /** The launcher's last stderr lines. */
+  readonly stderr: string;
+}
+
+export interface InstallOptions {
+  /** The launcher, as in ClientOptions. */
+  launcher: readonly string[];
+  /** A directory holding dsh-search and dsh-search-rg built for the far side's platform (or that dsh-search). */
+  build: string;
+  launcherQuote?: LauncherQuote;
+  /** The launcher's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
+  /** Aborting stops the launcher; the far side drops what it got. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Make sure the far side of the launcher has this build (its per-user cache, checked by sha256, reused when
+ * present; else sent through the channel) and resolve with the path of its dsh-search there.
+ */
+export declare function installRemote(options: InstallOptions): Promise<string>;
+
 export interface ClientOptions {
-  /** The daemon executable; default `findExecutable()` ($DSH_SEARCH_EXE, then PATH). */
+  /**
+   * The daemon executable; default `findExecutable()` ($DSH_SEARCH_EXE, then PATH). With a launcher, its path
+   * (or a name on the PATH) on the far side, default `dsh-search`, not looked up here.
+   */
   executable?: string | null;
+  /**
+   * A command prefix, as an argv array (never a shell string), that starts the daemon on the far side of a
+   * channel: `['ssh', '-T', '-o', 'BatchMode=yes', 'user@host']`, `['docker', 'exec', '-i', 'ctr']`,
+   * `['kubectl', 'exec', '-i', 'pod', '--']`, `['podman', 'exec', '-i', 'ctr']`, `['wsl.exe', '--exec']`.
+   */
+  launcher?: readonly string[] | null;
+  /** How the daemon's argv goes through the launcher (default 'auto'). */
+  launcherQuote?: LauncherQuote;
+  /** Pass `--remote true` (the daemon's paths are not the host's); default: when there is a launcher. */
+  remote?: boolean;
+  /**
+   * With a launcher: first put this build (a directory holding dsh-search and dsh-search-rg for the far
+   * side's platform) on the far side through it, and run that (`installRemote`).
+   */
+  install?: string;
   /**
    * Required by the daemon: how an over-cap glob is ordered (sampled across top-level entries, or oldest
    * first). `null` only if `args` or a `--config` file sets it.
@@ -267,7 +334,7 @@ export declare class Client {
 
   /** The answer to initialize: versions, the effective `config`, `instructions` (null with `initialize: false`). */
   readonly initializeResult: InitializeResult | null;
-  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  /** The daemon's process id (of the PyInstaller onefile launcher); with a `launcher`, the launcher's. */
   readonly pid: number | null;
   /** `{code, signal}` once the daemon has exited, else null. */
   readonly exitStatus: ExitStatus | null;

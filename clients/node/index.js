@@ -4,8 +4,11 @@
 // SIGKILLs first.
 
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, createReadStream, readFileSync, statSync } from 'node:fs';
+import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream/promises';
 
 import {
   CancellationTokenSource,
@@ -45,6 +48,16 @@ const EXIT_HINTS = new Map([
   [2, 'invalid configuration'],
   [3, 'the ripgrep sidecar dsh-search-rg is missing or unusable'],
   [127, 'the launcher could not run what it unpacked into $TMPDIR (a noexec mount?)'],
+]);
+// Through a launcher the status is the channel's: the far side's daemon's, or the launcher's own failure.
+const LAUNCHER_EXIT_HINTS = new Map([
+  ...EXIT_HINTS,
+  [126, 'the far side found the executable but could not run it'],
+  [
+    127,
+    'the far side found no such executable (is it on the PATH a non-interactive session gets?), or its launcher could not run what it unpacked into $TMPDIR',
+  ],
+  [255, "the launcher could not reach the far side (ssh's own failures exit 255)"],
 ]);
 
 const STDERR_LINES = 200;
@@ -147,20 +160,183 @@ function isExecutableFile(path) {
   }
 }
 
-/**
- * The dsh-search executable: `explicit` if given, else $DSH_SEARCH_EXE, else `dsh-search` on PATH; as an
- * absolute path. Throws if there is none.
- */
-export function findExecutable(explicit, env = process.env) {
-  if (explicit) return resolve(explicit);
-  if (env.DSH_SEARCH_EXE) return resolve(env.DSH_SEARCH_EXE);
+// A name without a directory (`dsh-search`) is looked up on PATH, never in the current directory; and only
+// in PATH's absolute directories (an empty or relative entry would mean the current directory again).
+function onPath(name, env) {
   for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(isAbsolute(dir) ? dir : resolve(dir), 'dsh-search');
+    if (!dir || !isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
     if (isExecutableFile(candidate)) return candidate;
   }
+  return null;
+}
+
+const hasDirectory = (path) => path.includes('/') || (sep !== '/' && path.includes(sep));
+
+/**
+ * The dsh-search executable: `explicit` if given, else $DSH_SEARCH_EXE, else `dsh-search`; as an absolute
+ * path. A path with a directory in it is taken relative to the current directory; a bare name is looked up
+ * on PATH (its absolute directories only), never in the current directory. Throws if there is none.
+ */
+export function findExecutable(explicit, env = process.env) {
+  const wanted = explicit || env.DSH_SEARCH_EXE || 'dsh-search';
+  if (hasDirectory(wanted)) return resolve(wanted);
+  const found = onPath(wanted, env);
+  if (found) return found;
   throw new DshSearchError(
-    'dsh-search not found: pass its path, set DSH_SEARCH_EXE, or put it on PATH (pip install the dsh-search-bin wheel)',
+    `${wanted} not found on PATH: pass its path, set DSH_SEARCH_EXE, or put it on PATH (pip install the dsh-search-bin wheel)`,
+  );
+}
+
+// -- the far side: a launcher before the daemon's argv, and the build put there --------------------------
+
+const LAUNCHER_QUOTES = ['auto', 'shell', 'none'];
+const SHELL_LAUNCHERS = new Set(['ssh']);
+const INSTALL_PREFIX = 'dsh-search-install: ';
+
+/**
+ * Whether the daemon's argv is quoted for a POSIX shell and joined into one argument behind the launcher
+ * ('shell'; what ssh needs, whose server hands the command line to the remote user's shell) or passed as it
+ * is ('none': docker/podman/kubectl exec, wsl.exe --exec). 'auto': 'shell' when the launcher's program is ssh.
+ */
+export function quotesForShell(launcher, quote = 'auto') {
+  if (quote !== 'auto') return quote === 'shell';
+  const program = launcher[0].split(/[\\/]/).pop(); // either separator: a Windows host's C:\…\ssh.exe
+  return SHELL_LAUNCHERS.has(program.toLowerCase().replace(/\.exe$/, ''));
+}
+
+/** `arg` as one word of a POSIX shell: single-quoted, a quote as '\''. */
+export function shellWord(arg) {
+  return `'${arg.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The argv to spawn: `program` and `args`, after the launcher if there is one (quoted for the remote shell
+ * when quotesForShell says so).
+ */
+export function launchCommand(launcher, quote, program, args) {
+  const argv = [program, ...args];
+  if (!launcher?.length) return argv;
+  if (quotesForShell(launcher, quote)) return [...launcher, argv.map(shellWord).join(' ')];
+  return [...launcher, ...argv];
+}
+
+/**
+ * The build could not be put on (or found on) the far side: the installer's own words, or how the launcher
+ * ended (`exitCode`, `stderr`).
+ */
+export class InstallError extends DshSearchError {
+  constructor(message, { exitCode = null, stderr = '' } = {}) {
+    super(message);
+    this.name = 'InstallError';
+    this.exitCode = exitCode;
+    this.stderr = stderr;
+  }
+}
+
+function checkLauncher(launcher, quote) {
+  if (
+    launcher !== undefined &&
+    launcher !== null &&
+    !(Array.isArray(launcher) && launcher.length > 0 && launcher.every((a) => typeof a === 'string') && launcher[0])
+  ) {
+    throw optionError('launcher', 'a non-empty array of strings (an argv prefix, never a shell string)', launcher);
+  }
+  if (quote !== undefined && !LAUNCHER_QUOTES.includes(quote)) {
+    throw optionError('launcherQuote', "'auto', 'shell' or 'none'", quote);
+  }
+}
+
+async function digest(path) {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(path)) {
+    hash.update(chunk);
+    size += chunk.length;
+  }
+  return { sha: hash.digest('hex'), size };
+}
+
+/**
+ * Make sure the far side of `launcher` has this build and resolve with the path of its dsh-search there.
+ * `build` is a directory holding dsh-search and dsh-search-rg built for the far side's platform (or the path
+ * of that dsh-search). remote-install.sh runs through the launcher: when the build is in the far side's
+ * per-user cache (checked by sha256) it answers at once; otherwise both files are streamed through the
+ * channel, checked there by sha256 and by running `dsh-search --version`, and moved in. Nothing is
+ * downloaded. Rejects with InstallError; `signal` stops the launcher (the far side drops what it got).
+ */
+export async function installRemote({ launcher, build, launcherQuote = 'auto', env, signal } = {}) {
+  checkLauncher(launcher, launcherQuote);
+  if (!launcher) throw optionError('launcher', 'a non-empty array of strings', launcher);
+  if (typeof build !== 'string' || !build) throw optionError('build', 'the path of a build directory', build);
+  let exe = resolve(build);
+  try {
+    if (statSync(exe).isDirectory()) exe = join(exe, 'dsh-search');
+  } catch {
+    // reported below, by name
+  }
+  const rg = join(dirname(exe), `${basename(exe)}-rg`);
+  for (const [what, path] of [['dsh-search executable', exe], ['ripgrep sidecar', rg]]) {
+    if (!isExecutableFile(path)) throw new InstallError(`the build to install has no ${what} at ${path}`);
+  }
+  const [exeSum, rgSum] = await Promise.all([digest(exe), digest(rg)]);
+  const script = readFileSync(new URL('./remote-install.sh', import.meta.url), 'utf8');
+  const args = ['-c', script, 'dsh-search-install', exeSum.sha, rgSum.sha, String(exeSum.size), String(rgSum.size)];
+  const [program, ...rest] = launchCommand(launcher, launcherQuote, 'sh', args);
+  const child = spawn(program, rest, { stdio: ['pipe', 'pipe', 'pipe'], env: env ?? process.env, signal });
+  child.stdin.on('error', () => {}); // EPIPE when the far side gave up: its error line says why
+  const stderr = [];
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (text) => {
+    stderr.push(text);
+    if (stderr.length > 50) stderr.shift();
+  });
+  const exited = new Promise((done) => child.once('close', (code, sig) => done({ code, sig })));
+  let failed = null;
+  await new Promise((done, fail) => {
+    child.once('spawn', done);
+    child.on('error', (err) => {
+      failed = err; // no such launcher, or `signal` aborted it
+      fail(err);
+    });
+  });
+  let answer = null;
+  const lines = createInterface({ input: child.stdout, crlfDelay: Infinity });
+  try {
+    for await (const line of lines) {
+      if (!line.startsWith(INSTALL_PREFIX)) continue; // not the installer's: a login shell's chatter, say
+      const said = line.slice(INSTALL_PREFIX.length);
+      const space = said.indexOf(' ');
+      const word = space < 0 ? said : said.slice(0, space);
+      const text = space < 0 ? '' : said.slice(space + 1);
+      if (word === 'ready' || word === 'error') {
+        answer = { word, text };
+        break;
+      }
+      if (word === 'send') {
+        try {
+          await pipeline(createReadStream(exe), child.stdin, { end: false });
+          await pipeline(createReadStream(rg), child.stdin);
+        } catch {
+          // the far side gave up reading: its error line says why
+        }
+      }
+    }
+  } finally {
+    lines.close();
+    child.stdin.end();
+    if (!answer || answer.word !== 'ready') child.kill('SIGTERM');
+  }
+  const status = await exited;
+  if (answer?.word === 'ready') return answer.text;
+  if (failed) throw failed;
+  if (answer?.word === 'error') throw new InstallError(answer.text, { exitCode: status.code, stderr: stderr.join('') });
+  const tail = stderr.join('').trim();
+  throw new InstallError(
+    `the installer ended (status ${status.code ?? status.sig}) without saying the build is in place` +
+      (status.code === 255 ? ' (255: the launcher could not connect)' : '') +
+      (tail ? `: ${tail}` : ''),
+    { exitCode: status.code, stderr: stderr.join('') },
   );
 }
 
@@ -178,6 +354,7 @@ function timer(ms) {
 }
 
 const DEFAULTS = Object.freeze({
+  launcherQuote: 'auto',
   cancelWaitMs: 5000,
   shutdownWaitMs: 10_000,
   exitWaitMs: 5000,
@@ -212,6 +389,13 @@ function checkedOptions(options) {
   }
   if (o.executable !== undefined && o.executable !== null && typeof o.executable !== 'string') {
     throw optionError('executable', 'a string', o.executable);
+  }
+  checkLauncher(o.launcher, o.launcherQuote);
+  if (o.remote !== undefined && typeof o.remote !== 'boolean') throw optionError('remote', 'true or false', o.remote);
+  if (o.install !== undefined) {
+    if (typeof o.install !== 'string' || !o.install) throw optionError('install', 'the path of a build directory', o.install);
+    if (!o.launcher) throw new TypeError('install needs a launcher: it puts the build on the far side of the launcher');
+    if (o.executable) throw new TypeError('pass executable or install, not both: install runs the build it installed');
   }
   for (const name of ['workdir', 'spillDir']) {
     if (o[name] !== undefined && typeof o[name] !== 'string') throw optionError(name, 'a string', o[name]);
@@ -310,7 +494,7 @@ export class Client {
     this.#options = checkedOptions(options);
   }
 
-  /** The daemon's process id (of the PyInstaller onefile launcher). */
+  /** The daemon's process id (of the PyInstaller onefile launcher); with a `launcher`, the launcher's. */
   get pid() {
     return this.#child?.pid ?? null;
   }
@@ -337,19 +521,28 @@ export class Client {
 
   async #start() {
     const o = this.#options;
-    const executable = findExecutable(o.executable, o.env ?? process.env);
+    let executable;
+    if (o.install) {
+      executable = await installRemote({ launcher: o.launcher, build: o.install, launcherQuote: o.launcherQuote, env: o.env });
+    } else if (o.launcher) {
+      executable = o.executable || 'dsh-search'; // the far side's path, or a name on its PATH: not looked up here
+    } else {
+      executable = findExecutable(o.executable, o.env ?? process.env);
+    }
     const args = ['--framing', 'lsp'];
     if (o.sampleOverCapGlobResults !== null) {
       args.push('--sample-over-cap-glob-results', o.sampleOverCapGlobResults ? 'true' : 'false');
     }
-    if (o.workdir) args.push('--workdir', o.workdir);
-    if (o.spillDir) args.push('--spill-dir', o.spillDir);
+    if (o.workdir) args.push(`--workdir=${o.workdir}`); // one argument: a directory may start with "-"
+    if (o.spillDir) args.push(`--spill-dir=${o.spillDir}`);
+    if (o.remote ?? Boolean(o.launcher)) args.push('--remote', 'true');
     args.push(...(o.args ?? []));
     const stderr = { inherit: 'inherit', ignore: 'ignore', capture: 'pipe' }[o.stderr];
+    const [program, ...argv] = launchCommand(o.launcher, o.launcherQuote, executable, args);
 
     // stdin/stdout carry the protocol. Node creates the pipes close-on-exec, so no other child holds a copy:
-    // when this process dies the daemon sees EOF and a closed stdout, and exits.
-    const child = spawn(executable, args, { stdio: ['pipe', 'pipe', stderr], env: o.env });
+    // when this process dies the daemon (or its launcher) sees EOF and a closed stdout, and exits.
+    const child = spawn(program, argv, { stdio: ['pipe', 'pipe', stderr], env: o.env });
     this.#child = child;
     this.#exited = new Promise((done) =>
       child.once('exit', (code, signal) => {
@@ -408,7 +601,7 @@ export class Client {
           wait.cancel();
           await this.close();
           const code = status?.code ?? null;
-          const hint = EXIT_HINTS.get(code);
+          const hint = (o.launcher ? LAUNCHER_EXIT_HINTS : EXIT_HINTS).get(code);
           const tail = this.stderrTail.trim();
           const what = status ? `exited with ${status.signal ? `signal ${status.signal}` : `status ${code}`}` : 'stopped talking';
           throw new StartupError(

@@ -203,6 +203,7 @@ KEYS: tuple[Key, ...] = (
         "spillRetrievalHint",
         "str",
         texts.DEFAULT_RETRIEVAL_HINT,
+        default_text=f'"{texts.DEFAULT_RETRIEVAL_HINT}"; with remote: "{texts.REMOTE_RETRIEVAL_HINT}"',
         help="The sentence after the locator in a capped search's footer, telling the model how to read "
         "the saved result.",
     ),
@@ -235,12 +236,33 @@ KEYS: tuple[Key, ...] = (
         "notifications/tools/list_changed); always; never. The native method is served in every mode.",
     ),
     Key(
+        "remote",
+        "bool",
+        False,
+        help="Whether the daemon runs on another machine than its host and is started through a channel (ssh, "
+        "docker exec, kubectl exec, wsl.exe): the host cannot open the daemon's paths, so a capped search's "
+        "footer says where the saved result can be read (the default of spillRetrievalHint) and readTool "
+        "defaults to true; and at stdin EOF, while searches still run, the daemon writes a notification "
+        "($/dsh-search/draining) once a second, so that a channel whose host has died notices it and closes, "
+        "which stops them. The clients pass it when they are given a launcher (docs/hosts.md).",
+    ),
+    Key(
         "readTool",
         "bool",
         False,
+        default_text="false; true with remote",
         help="Whether tools/list offers read, a file reader with numbered lines and offset/limit paging, "
         "confined as searches are (spill artifacts included), for hosts that have no reader of their own: "
         'the search tools\' texts tell the model to "use read". The native method is served either way.',
+    ),
+    Key(
+        "grepProfile",
+        "str",
+        "upstream",
+        help="The grep tool's parameters: upstream, upstream's three (pattern, path, include) and its texts "
+        "word for word; extended, also ignoreCase, smartCase, fixedStrings, before, after, context, "
+        "outputMode (content, files, count), multiline, exclude, offset and limit, each answered as ripgrep "
+        'answers its flag (docs/behaviour.md, "The extended grep profile").',
     ),
     Key(
         "index",
@@ -276,6 +298,24 @@ KEYS: tuple[Key, ...] = (
         "INVALID_ARGS. Empty: no confinement.",
     ),
     Key(
+        "mcpResult",
+        "str",
+        "auto",
+        help="What a tool result carries through MCP: text, the tool's text alone (what agent frameworks hand "
+        "their model as is); full, also an outputSchema per tool with the native result as structuredContent, "
+        "and a capped result's resource_link; auto, full for a client that declares the MCP Apps extension "
+        "(io.modelcontextprotocol/ui: it keeps structured content for its UI and shows the model the text), "
+        "text for every other.",
+    ),
+    Key(
+        "mcpConfine",
+        "bool",
+        True,
+        help="Whether a tool called through MCP (tools/call) is confined to what the client shared: its roots, "
+        "else the workspace (--workdir or the server's directory), plus a cwd the host passes in _meta and the "
+        "spill directory. false: anywhere allowedRoots permits, as the native methods.",
+    ),
+    Key(
         "denyGlobs",
         "list",
         (),
@@ -285,6 +325,8 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
+GREP_PROFILES = ("upstream", "extended")  # engine/request.py PROFILES: which grep parameters a model sees
+MCP_RESULT_MODES = ("auto", "text", "full")
 
 
 class Config(NamedTuple):
@@ -309,11 +351,15 @@ class Config(NamedTuple):
     scrollback_total_max_bytes: int
     terminal_search_max_result_bytes: int
     terminal_search: str
+    remote: bool
     read_tool: bool
+    grep_profile: str
     index_mode: str  # the key `index`
     index_dir: str
     index_max_bytes: int
     allowed_roots: tuple[str, ...]
+    mcp_result: str
+    mcp_confine: bool
     deny_globs: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:
@@ -394,6 +440,10 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
                 value = os.path.abspath(os.path.expanduser(value))
             if key.name == "terminalSearch" and value not in TERMINAL_SEARCH_MODES:
                 raise ConfigError(f"dsh-search: terminalSearch must be one of {', '.join(TERMINAL_SEARCH_MODES)}")
+            if key.name == "grepProfile" and value not in GREP_PROFILES:
+                raise ConfigError(f"dsh-search: grepProfile must be one of {', '.join(GREP_PROFILES)}")
+            if key.name == "mcpResult" and value not in MCP_RESULT_MODES:
+                raise ConfigError(f"dsh-search: mcpResult must be one of {', '.join(MCP_RESULT_MODES)}")
             if key.name == "index" and value not in INDEX_MODES:
                 raise ConfigError(f"dsh-search: index must be one of {', '.join(INDEX_MODES)}")
         else:  # list
@@ -408,6 +458,12 @@ def build(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -
             else:
                 value = tuple(value)
         resolved[_attr(key.name)] = value
+    if resolved["remote"]:
+        # The defaults of a daemon its host reaches through a channel: the host cannot open its paths.
+        if values.get("spillRetrievalHint") is None:
+            resolved["spill_retrieval_hint"] = texts.REMOTE_RETRIEVAL_HINT
+        if values.get("readTool") is None:
+            resolved["read_tool"] = True
     return Config(**resolved)
 
 

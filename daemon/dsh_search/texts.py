@@ -96,10 +96,59 @@ GREP_INCLUDE_DESCRIPTION = (
     'One glob filter for which files to search (e.g. "*.ts", "*.{js,jsx}"). Not a list; negation is not supported.'
 )
 
+
+# The extended profile (grepProfile: extended): the tool's description and its parameters', in the house
+# style. Upstream's three parameters keep upstream's words.
+def grep_description_extended(max_matches: int) -> str:
+    return (
+        "Search file contents with a ripgrep regular expression (or, with fixedStrings, a literal string). "
+        "By default returns matching lines with line numbers, grouped by file; outputMode files lists the "
+        "matching files only, count gives each matching file with its number of matches. Results are sorted by "
+        f"path, then line; the first {max_matches} entries are shown inline, and offset and limit page through "
+        "the rest. Add before, after or context for the lines around each match."
+    )
+
+
+GREP_PARAMETERS: dict[str, str] = {
+    "pattern": GREP_PATTERN_DESCRIPTION,
+    "path": GREP_PATH_DESCRIPTION,
+    "include": GREP_INCLUDE_DESCRIPTION,
+    "ignore_case": "Match letters of either case (ripgrep --ignore-case). Default false.",
+    "smart_case": "Match letters of either case unless the pattern has an upper-case letter (ripgrep "
+    "--smart-case). Default false; ignoreCase wins when both are true.",
+    "fixed_strings": "Treat pattern as a literal string, not a regular expression (ripgrep --fixed-strings). "
+    "Default false.",
+    "before": "Lines of context to show before each match (0-10). Context lines read `Line N- text`.",
+    "after": "Lines of context to show after each match (0-10). Context lines read `Line N- text`.",
+    "context": "Lines of context to show before and after each match (0-10); before and after override it "
+    "for their side. Context lines read `Line N- text`, matching lines `Line N: text`.",
+    "output_mode": 'What to return: "content" (default) the matching lines; "files" only the paths of the '
+    'files that match; "count" each matching file with its number of matches.',
+    "multiline": "Let a match span lines: the pattern may match newlines (\\n) (ripgrep --multiline). Default false.",
+    "exclude": 'One glob of files not to search (e.g. "*_test.go", "vendor/**"). Not a list; no "!" needed.',
+    "offset": "Skip this many entries (matches, or files for files and count) of the sorted result: for the "
+    "next page, pass the offset the previous page names. Default 0.",
+    "limit": "Entries (matches, or files for files and count) to show, at most the inline cap. Default: the cap.",
+}
+
 GREP_NO_MATCHES = "No matches found"
 GREP_SPILL_NAME = "grep-results.txt"
 LINE_TRUNCATED_SUFFIX = " (line truncated)"
 LINE_NOT_UTF8 = "(line is not valid UTF-8)"
+
+# A grep's lines as the model reads them: `Line <N>: <text>` for a match, `Line <N>- <text>` for a line of
+# context (extended profile). Every spelling of them in the engine is built from these pieces.
+LINE_HEAD = "Line "
+MATCH_SEPARATOR = ": "
+CONTEXT_SEPARATOR = "- "
+
+
+def match_line(number: int, text: str) -> str:
+    return f"{LINE_HEAD}{number}{MATCH_SEPARATOR}{text}"
+
+
+def context_line(number: int, text: str) -> str:
+    return f"{LINE_HEAD}{number}{CONTEXT_SEPARATOR}{text}"
 
 
 def grep_found(total: int) -> str:
@@ -115,6 +164,47 @@ def grep_recovery_saved(locator: str, hint: str) -> str:
 
 
 GREP_RECOVERY_UNSAVED = "The complete result could not be saved; narrow pattern, path, or include to see more."
+
+
+# The extended profile's pages: `unit` is "match" for content, "file" for files and count.
+def _plural(count: int, unit: str) -> str:
+    if unit == "match":
+        return f"{count} match" if count == 1 else f"{count} matches"
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def grep_found_files(total: int) -> str:
+    return f"Found {_plural(total, 'file')}"
+
+
+def grep_found_counts(matches: int, files: int) -> str:
+    return f"Found {_plural(matches, 'match')} in {_plural(files, 'file')}"
+
+
+def grep_showing(header: str, first: int, last: int, what: str = "") -> str:
+    """The header of an extended page that holds part of the result: which entries (1-based) it shows."""
+    return f"{header}; showing {what}{first}-{last}"
+
+
+def grep_past_the_end(total: int, offset: int, unit: str) -> str:
+    return f"Found {_plural(total, unit)}; offset {offset} is past the last one"
+
+
+def grep_next_page(offset: int) -> str:
+    return f"Next page: offset {offset}."
+
+
+GREP_RECOVERY_UNSAVED_EXTENDED = "The complete result could not be saved; page with offset, or narrow the search."
+
+
+def malformed_listing(tool: str) -> str:
+    """ripgrep's list of files (outputMode files or count) was not as ripgrep writes it."""
+    return f"{tool} received a malformed ripgrep file listing"
+
+
+def count_line(path: str, count: int) -> str:
+    """A file and ripgrep's count of its matches (outputMode count)."""
+    return f"{path}: {count}"
 
 
 def unreadable_paths_note(count: int) -> str:
@@ -134,10 +224,54 @@ def bad_ignore_files_note(count: int) -> str:
 
 PATTERN_EMPTY = "pattern must be a non-empty string"
 PATH_EMPTY = "path must be a non-empty string when given"
-INCLUDE_EMPTY = "include must be a non-empty glob when given"
-INCLUDE_NEGATED = 'include must be a positive glob filter; negated patterns ("!…") are not supported'
-INCLUDE_LIST = "include must be one glob, not a comma-separated list (use {a,b} alternation instead)"
+
+
+def glob_filter_empty(name: str) -> str:
+    return f"{name} must be a non-empty glob when given"
+
+
+def glob_filter_negated(name: str) -> str:
+    if name == "exclude":
+        return 'exclude must be a plain glob: it already leaves out what it matches ("!…" is not supported)'
+    return f'{name} must be a positive glob filter; negated patterns ("!…") are not supported'
+
+
+def glob_filter_list(name: str) -> str:
+    return f"{name} must be one glob, not a comma-separated list (use {{a,b}} alternation instead)"
+
+
+INCLUDE_EMPTY = glob_filter_empty("include")
+INCLUDE_NEGATED = glob_filter_negated("include")
+INCLUDE_LIST = glob_filter_list("include")
+
+
+def out_of_range(name: str, low: int, high: int) -> str:
+    return f"{name} must be an integer from {low} to {high}"
+
+
+def at_least(name: str, low: int) -> str:
+    return f"{name} must be an integer of at least {low}"
+
+
+def one_of(name: str, values: list[str]) -> str:
+    return f"{name} must be one of " + ", ".join(f'"{v}"' for v in values)
+
+
 OUTSIDE_ALLOWED_ROOTS = "path is outside the allowed roots"
+
+
+def outside_shared_roots(roots: tuple[str, ...]) -> str:
+    """A model's call through MCP named a place outside what its session shares (docs/mcp.md, "Roots and
+    workspace"): the refusal of a place outside allowedRoots, then where the model may look."""
+    return f"{OUTSIDE_ALLOWED_ROOTS}; this session's roots are {', '.join(roots)}"
+
+
+def cannot_enter(tool: str, directory: str, reason: str) -> str:
+    """Not upstream's words (theirs: could_not_start) but its start: a model's call through MCP whose
+    working directory (the client's root, the host's cwd) cannot be entered where the daemon runs."""
+    return f"{tool} could not start its search command: the directory {directory} {reason}"
+
+
 # Not upstream's: the daemon was started in / with no --workdir, and no MCP client roots are known, so a
 # search without an absolute cwd or path would walk the whole disk (docs/mcp.md, "Roots and workspace").
 NO_WORKSPACE = (
@@ -210,6 +344,12 @@ STDERR_TRUNCATED = " [stderr truncated]"
 # --- spill ----------------------------------------------------------------------------------------------
 
 DEFAULT_RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
+# Not upstream's: the hint of a daemon started through a channel (`remote`), whose paths the host's own file
+# tools cannot open.
+REMOTE_RETRIEVAL_HINT = (
+    "The path is on the machine where dsh-search runs, which the host's own file tools cannot open: read it "
+    "with dsh-search's read tool (offset/limit), or grep this path to search within it."
+)
 
 # Not upstream's (upstream has no MCP resources): the spill artifacts' resource template
 # (methods/resources.py), which a host may show its model.

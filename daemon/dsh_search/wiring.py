@@ -21,6 +21,7 @@ from typing import NamedTuple
 from dsh_search import __version__, extraction, memory
 from dsh_search.config import Config
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import EXTENDED
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
 from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
@@ -34,6 +35,7 @@ from dsh_search.methods import (
     resources,
     roots,
     scrollback,
+    session,
     spill_read,
     subscriptions,
     tools,
@@ -63,6 +65,13 @@ METHODS: tuple[MethodSpec[Context], ...] = (
     *scrollback.SPECS,
     index.SPEC,
 )
+
+
+def methods(config: Config) -> tuple[MethodSpec[Context], ...]:
+    """`METHODS` as this configuration serves them: grep as its profile (grepProfile) declares it."""
+    if config.grep_profile == EXTENDED:
+        return tuple(tools.GREP_EXTENDED if spec is tools.GREP else spec for spec in METHODS)
+    return METHODS
 
 
 def rg_limits(config: Config) -> Limits:
@@ -135,7 +144,7 @@ def assemble(
         searcher=searcher,
         spill=spill,
         terminals=terminals,
-        methods=MethodTable(METHODS),
+        methods=MethodTable(methods(config)),
         workspace=workdir,
         version=__version__,
         workdir_given=workdir_given,
@@ -152,6 +161,8 @@ def assemble(
         stdout_fd=stdout_fd,
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
+        eof_window=lambda: session.eof_window(ctx.session),
+        relayed=config.remote,
     )
     ctx.control = server
     ctx.peer = server

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from dsh_search.engine import glob as glob_mod
-from dsh_search.engine import grep as grep_mod
 from dsh_search.engine.failures import INVALID_ARGS, SEARCH_FAILED, SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
+from dsh_search.engine.grep import json_parse, page
 from dsh_search.engine.jscompat import JS_WHITESPACE, js_trim, utf8_growth
 from dsh_search.engine.paths import same_directory
+from dsh_search.engine.request import GlobQuery, GrepQuery, check_glob, check_grep
 from dsh_search.engine.ripgrep import Outcome, StderrTally
 from dsh_search.engine.run import classify, problems_suffix
 from dsh_search.engine.scope import Where, locate
@@ -89,35 +90,36 @@ def test_stderr_excerpt_is_trimmed_as_javascript_trims(lead: str, shown: str) ->
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (glob_mod.GlobArgs("\ufeff"), "pattern must be a non-empty string"),
-        (glob_mod.GlobArgs("*", "\u3000\ufeff"), "path must be a non-empty string when given"),
-        (grep_mod.GrepArgs("x", "\u2029"), "path must be a non-empty string when given"),
-        (grep_mod.GrepArgs("x", include="\ufeff "), "include must be a non-empty glob when given"),
+        (GlobQuery("\ufeff"), "pattern must be a non-empty string"),
+        (GlobQuery("*", "\u3000\ufeff"), "path must be a non-empty string when given"),
+        (GrepQuery("x", "\u2029"), "path must be a non-empty string when given"),
+        (GrepQuery("x", include="\ufeff "), "include must be a non-empty glob when given"),
     ],
 )
-def test_blank_means_blank_to_javascript(args: glob_mod.GlobArgs | grep_mod.GrepArgs, message: str) -> None:
+def test_blank_means_blank_to_javascript(args: GlobQuery | GrepQuery, message: str) -> None:
     with pytest.raises(ToolError) as err:
-        if isinstance(args, glob_mod.GlobArgs):
-            glob_mod.validate(args)
+        if isinstance(args, GlobQuery):
+            check_glob(args)
         else:
-            grep_mod.validate(args)
+            check_grep(args, 250)
     assert (err.value.kind, err.value.message) == (INVALID_ARGS, message)
 
 
 @pytest.mark.parametrize("blank_to_python", ["\x1f", "\x1c\x1d", "\x85", " \x1e "])
 def test_not_blank_to_javascript(blank_to_python: str) -> None:
-    glob_mod.validate(glob_mod.GlobArgs(blank_to_python))
-    glob_mod.validate(glob_mod.GlobArgs("*", blank_to_python))
-    grep_mod.validate(grep_mod.GrepArgs("x", blank_to_python, blank_to_python))
+    check_glob(GlobQuery(blank_to_python))
+    check_glob(GlobQuery("*", blank_to_python))
+    check_grep(GrepQuery("x", blank_to_python, blank_to_python), 250)
 
 
 def test_no_model_facing_strip_left() -> None:
     """Every trim on a model-facing path goes through js_trim (config and transport code may strip)."""
     import inspect
 
+    from dsh_search.engine import request
     from dsh_search.engine import run as search
 
-    for module in (glob_mod, grep_mod, search, sys.modules["dsh_search.engine.presentation"]):
+    for module in (glob_mod, request, page, json_parse, search, sys.modules["dsh_search.engine.presentation"]):
         assert ".strip()" not in inspect.getsource(module), module.__name__
 
 
@@ -401,13 +403,13 @@ def test_a_file_cut_across_batches_is_joined_as_if_it_came_whole() -> None:
     records = [match_record("a.c", n, f"line {n}\r\n" if n % 2 else f"line {n}\n") for n in range(1, 10)]
     records += [match_record("b.c", 4, "x" * 3000 + "\n"), match_record("b.c", 7, "tail")]
 
-    def parse(batch: list[bytes]) -> list[grep_mod.Section]:
-        return grep_mod.sections(grep_mod.parse_batch(b"\n".join(batch), "/w", 2000).files, 2000)
+    def parse(batch: list[bytes]) -> list[page.Section]:
+        return json_parse.sections(json_parse.parse_batch(b"\n".join(batch), "/w", 2000).files, 2000)
 
-    whole = grep_mod.ordered([parse(records)])
+    whole = page.ordered([parse(records)])
     for cuts in ([3, 6, 10], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [9]):
         bounds = [0, *cuts, len(records)]
         parts = [parse(records[a:b]) for a, b in pairwise(bounds)]
-        assert grep_mod.ordered(parts) == whole
-        assert grep_mod.ordered(parts[::-1]) == whole  # out of line order: put in order again
+        assert page.ordered(parts) == whole
+        assert page.ordered(parts[::-1]) == whole  # out of line order: put in order again
     assert whole[0].text == "a.c\n" + "\n".join(f"Line {n}: line {n}" for n in range(1, 10))

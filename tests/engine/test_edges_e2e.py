@@ -6,6 +6,7 @@ purpose, its documented text)."""
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,8 @@ def test_empty_session_id_has_its_own_spill_directory(start: MakeDaemon, tmp_pat
         spill = d.result(method, {"pattern": pattern, "cwd": str(root), "sessionId": ""})["spill"]
         assert Path(spill["locator"]).parent == empty
         call = {"name": method, "arguments": {"pattern": pattern}, "_meta": {"cwd": str(root), "sessionId": ""}}
-        assert Path(d.result("tools/call", call)["_meta"]["dsh-search/result"]["spill"]["locator"]).parent == empty
+        footer = d.result("tools/call", call)["content"][0]["text"]
+        assert re.search(rf"stored at: {re.escape(str(empty))}/[0-9a-f]{{12}}-{method}-results\.txt\. ", footer)
         spill = d.result(method, {"pattern": pattern, "cwd": str(root)})["spill"]  # absent: "default"
         assert Path(spill["locator"]).parent == default
 

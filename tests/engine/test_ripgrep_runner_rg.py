@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from dsh_search import osdep
 from dsh_search.engine import ripgrep
 from tests.support.processes import processes_named
 from tests.support.trees import SLOW_PATTERN
@@ -94,7 +93,7 @@ def test_timeout_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
 
 def test_cancellation_kills_the_whole_group(rg_path: str, slow_corpus: Path) -> None:
     async def action(task, pid, groups):  # type: ignore[no-untyped-def]
-        assert osdep.Tree(pid).alive()
+        assert live_members(pid)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -1,5 +1,6 @@
 """The builder and the reading of workspace files (dsh_search.index.builder, .reading): one version read and
-checked, what cannot be read cleanly indexed OPAQUE, changed files judged, a listing merged with a shard."""
+checked, what cannot be read cleanly indexed OPAQUE, changed files judged, a listing merged with a shard,
+a racily clean version recorded so that the next merge reads it again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_search.index import shards
+from dsh_search.index import builder, files, shards
 from dsh_search.index.builder import index_file, index_shard
 from dsh_search.index.files import BINARY, OPAQUE, TEXT, Signature
 from dsh_search.index.query.analysis import required
@@ -69,6 +70,7 @@ def test_an_update_merges_the_listing_with_the_index_a_page_at_a_time(
     tmp_path: Path, shard: Shard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(shards, "PAGE_ROWS", 3)  # pages end between the paths written
+    monkeypatch.setattr(files, "RACY_NS", 0)  # files just written are not racily clean here: see below
     root = tmp_path / "w"
     root.mkdir()
     for i in range(0, 20, 2):
@@ -90,3 +92,28 @@ def test_an_update_merges_the_listing_with_the_index_a_page_at_a_time(
     assert total == sum(len((root / os.fsdecode(p)).read_bytes()) for p in listed)
     found = shard.candidates(need("new content"), b"", None)[0]
     assert sorted(p for p, _ in found) == sorted(p for p in listed if int(p[1:]) % 2 or int(p[1:]) % 4 == 0)
+
+
+def test_a_racily_clean_version_is_read_again_by_the_next_merge(
+    tmp_path: Path, shard: Shard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read within a timestamp tick of its last change may be rewritten in that same tick, leaving
+    size, times and inode as they were: its row is smudged, so the next merge does not trust equal times."""
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "fresh").write_bytes(b"old needle")
+    old = Signature.of(os.stat(root / "fresh"))
+    index_shard(shard, bytes(root), b"fresh", 0, 1)
+    assert dict(shard.signatures())[b"fresh"] == old._replace(size=-1)  # just written: racily clean
+    (root / "fresh").write_bytes(b"new needle")  # the same size
+    # The rewrite as a filesystem with a one-second tick leaves it: every field as it was indexed.
+    monkeypatch.setattr(builder, "signature_of", lambda _root, _path: old)
+    index_shard(shard, bytes(root), b"fresh", 0, 1)
+    assert [p for p, _ in shard.candidates(need("new needle"), b"", None)[0]] == [b"fresh"]
+
+
+def test_a_version_older_than_a_tick_is_recorded_as_it_is(tmp_path: Path, shard: Shard) -> None:
+    (tmp_path / "f").write_bytes(b"text")
+    sig = Signature.of(os.stat(tmp_path / "f"))
+    assert files.smudged(sig, max(sig.mtime_ns, sig.ctime_ns) + files.RACY_NS) == sig
+    assert files.smudged(sig, max(sig.mtime_ns, sig.ctime_ns) + files.RACY_NS - 1).size == -1

@@ -70,7 +70,6 @@ def quiet(d: Daemon) -> None:
     """Let the background catch up (grep's list asked again, changes indexed), so that what follows is
     answered from the index if it can be, not walked because the last change is still in doubt."""
     assert wait_until(lambda: not doubts(d) and status_of(d)["changed"] == 0, 30), (doubts(d), status_of(d))
-    time.sleep(0.5)
 
 
 def settles(d: Daemon, timeout: float = 30) -> dict[str, Any]:

@@ -2,11 +2,18 @@
 
 Two engines search the same tree with the real ripgrep: one walks (the index off), one asks a
 `Workspace` index first. After every edit — create, rewrite, delete, rename (files and directories),
-chmod, symlinks, binary and BOM content, non-UTF-8 names, ignore files, a repository appearing — and
-right after it (read-your-writes: no waiting), random glob and grep calls must give the same text, meta,
-spill artifact, or the same error, on both. Files are indexed in documents of 1 MiB, or of a few bytes
-(so that literals straddle documents). The index may walk whenever it is unsure; the test also
-checks it answered a fair share of the calls itself, or the equivalence would say nothing.
+chmod, symlinks, binary and BOM content, non-UTF-8 names, ignore files, a repository appearing, hard
+links made after the build (inside, and from outside) and writes through the other names, rule files
+that are hard links edited through another name, a `.git` that links to a repository elsewhere, a
+daemon restart with same-size rewrites while none runs, and, as root, mounts: filesystems, directories
+and single files bound into the tree, overlays whose lower directory is edited — and right after it
+(read-your-writes: no waiting), random glob and grep calls must give the same text, meta, spill
+artifact, or the same error, on both. A grep call draws every parameter of `GrepQuery` — the extended
+profile's flags, output modes, context lines, globs and pages too (`grep_queries`). As root (mounts),
+the tree is on a filesystem whose timestamps tick once a second (ext4 with 128-byte inodes, on a loop
+image), where a rewrite within one tick keeps every time. Files are indexed in documents of 1 MiB, or
+of a few bytes (so that literals straddle documents). The index may walk whenever it is unsure; the
+test also checks it answered a fair share of the calls itself, or the equivalence would say nothing.
 
 DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousands by hand).
 """
@@ -16,14 +23,16 @@ from __future__ import annotations
 import ast
 import asyncio
 import ctypes
+import errno
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
@@ -31,15 +40,16 @@ from hypothesis import strategies as st
 
 from dsh_search import config as config_mod
 from dsh_search.engine.failures import ToolError
-from dsh_search.engine.glob import GlobArgs, glob
-from dsh_search.engine.grep import GrepArgs, grep
+from dsh_search.engine.glob import glob
+from dsh_search.engine.grep import grep
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import EXTENDED_FIELDS, UPSTREAM_FIELDS, GlobQuery, GrepQuery, OutputMode, check_grep
 from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.status import READY
+from dsh_search.index.status import READY, Walk
 from dsh_search.index.workspace import Workspace
 from tests.support.examples import examples
 from tests.support.fakes import FakeSpill
@@ -89,7 +99,42 @@ GREPS = [
     "[[:upper:]]{3}_SUSPEND",
 ]
 INCLUDES = [None, None, "*.c", "*.{c,h}", "src/*", "*.txt"]
+EXCLUDES = [None, "*.c", "src", "*.{c,h}", "sub/**", "d.*", "[k].c", "/lib", "{x"]
 PATHS = [None, None, None, "src", "./src", "src/", "docs", "lib", "."]
+# Beside GREPS, patterns for the extended profile's flags: letters of either case, across lines.
+EXTENDED_GREPS = ["Suspend", "HÉLLO", "STATIC", "SUSPEND\\nfoo", "foo\\s+bar", "a b\nfoo", "TODO."]
+
+# The grep parameters whose values are drawn from the lists above; every other field of GrepQuery is
+# drawn by its type (grep_queries), so a parameter added to GrepQuery is drawn without a change here —
+# and one of a type this table does not know fails the test until it is taught.
+GREP_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "pattern": st.sampled_from(GREPS + EXTENDED_GREPS),
+    "path": st.sampled_from(PATHS),
+    "include": st.sampled_from(INCLUDES),
+    "exclude": st.sampled_from(EXCLUDES),
+    "offset": st.integers(0, 8),
+    "limit": st.none() | st.integers(1, 6),  # at most grepMaxMatches (Pair's: 6)
+}
+BY_TYPE: dict[Any, st.SearchStrategy[Any]] = {
+    bool: st.booleans(),
+    int | None: st.none() | st.integers(0, 2),
+    OutputMode: st.sampled_from(list(OutputMode)),
+}
+
+
+def grep_queries() -> st.SearchStrategy[GrepQuery]:
+    """Every parameter of GrepQuery (the extended profile's), each at its default half the time so that
+    upstream's searches stay common."""
+    hints = get_type_hints(GrepQuery)
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for name in EXTENDED_FIELDS:
+        drawn = GREP_VALUES.get(name)
+        if drawn is None:
+            assert hints[name] in BY_TYPE, f"no strategy for GrepQuery.{name} ({hints[name]}): add one"
+            drawn = BY_TYPE[hints[name]]
+        default = GrepQuery._field_defaults.get(name)
+        fields[name] = drawn if name in UPSTREAM_FIELDS else st.just(default) | drawn
+    return st.fixed_dictionaries(fields).map(lambda values: GrepQuery(**values))
 
 
 def contents() -> st.SearchStrategy[bytes]:
@@ -100,14 +145,13 @@ def contents() -> st.SearchStrategy[bytes]:
     )
 
 
-async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[Any, ...]:
+async def run(searcher: Searcher, root: Path, call: GlobQuery | GrepQuery) -> tuple[Any, ...]:
     scope = Scope(workspace=str(root))
-    tool, pattern, path, include = call
     try:
-        if tool == "glob":
-            result = await glob(searcher, GlobArgs(pattern, path), scope)
+        if isinstance(call, GlobQuery):
+            result = await glob(searcher, call, scope)
         else:
-            result = await grep(searcher, GrepArgs(pattern, path, include), scope)
+            result = await grep(searcher, check_grep(call, searcher.config.grep_max_matches), scope)
     except ToolError as err:
         return ("error", err.kind, err.message)
     spill = searcher.spill
@@ -119,6 +163,9 @@ async def run(searcher: Searcher, root: Path, call: tuple[Any, ...]) -> tuple[An
 # What a scenario may do beyond plain edits: "unprivileged" (it runs as a user other than root, so that
 # a directory's mode can hide it) or "mounts" (it runs as root in a mount namespace of its own).
 MODE = {"now": "plain"}
+# Whether the index of the scenario running now is built (edits before it are the tree it starts on), and
+# the pair of engines, which the "restart" edit makes again.
+NOW: dict[str, Any] = {"built": False, "pair": None}
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -136,18 +183,59 @@ def _mount(*args: str) -> None:
 
 def edit(root: Path, data: st.DataObject) -> str:
     """One random edit of the tree, or part of one: as a user other than root, a chmod edit can leave parts
-    of the tree that later edits may not touch, and a bind mount shows one file under two names, which a
-    second unlink finds gone."""
+    of the tree that later edits may not touch, a bind mount shows one file under two names, which a
+    second unlink finds gone, and a mount point can be neither removed nor renamed across."""
     try:
         return _edit(root, data)
     except (PermissionError, FileNotFoundError) as exc:
         return f"cut short: {exc}"
+    except OSError as exc:
+        if exc.errno in (errno.EBUSY, errno.EXDEV, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
+            return f"cut short: {exc}"
+        raise
+
+
+def _rewrite(path: Path, content: bytes) -> None:
+    """Write through this name in place: the same inode, so every other name of it sees the change."""
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(content)
+
+
+def _remove(directory: Path) -> None:
+    """A directory gone with everything in it, or the link that stood for one."""
+    if directory.is_symlink():
+        directory.unlink()
+    else:
+        shutil.rmtree(directory)
+
+
+def _some_file(root: Path, data: st.DataObject, recent: bool = False) -> Path | None:
+    """One of the tree's regular files (outside repositories), if it has any; with `recent`, often one
+    changed in this second (a rewrite may then fall in the same timestamp tick)."""
+    found = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
+    if recent and data.draw(st.booleans()):  # drawn whatever the clock says: the draws stay the same
+        second = time.time_ns() // 10**9
+        found = [p for p in found if p.stat().st_ctime_ns // 10**9 == second] or found
+    pick = data.draw(st.integers(0, 1 << 16))  # not sampled_from: how many there are depends on the clock
+    return found[pick % len(found)] if found else None
+
+
+def _rules(data: st.DataObject) -> bytes:
+    return ("\n".join(data.draw(st.lists(st.sampled_from(RULES), max_size=3))) + "\n").encode()
+
+
+def _mounted_under(root: Path) -> list[Path]:
+    from dsh_search.index import mounts
+
+    base = str(root.resolve()).rstrip("/") + "/"
+    return sorted({Path(m.point) for m in mounts.read() or [] if m.point.startswith(base)})
 
 
 def _edit(root: Path, data: st.DataObject) -> str:
     extra = {
         "unprivileged": ("chmod-dir", "chmod-dir"),
-        "mounts": ("mount", "bind", "umount"),
+        "mounts": ("mount", "bind", "umount", *("bind-file", "overlay", "lower-edit") * 3),
     }.get(MODE["now"], ())
     kind = data.draw(
         st.sampled_from(
@@ -156,6 +244,10 @@ def _edit(root: Path, data: st.DataObject) -> str:
                 *("rules", "link", "git", "touch", "mvdir", "chmod"),
                 *("hardlink", "ungit", "exclude", "rules-link", "retarget", "replace", "replace-dir", "exchange"),
                 *("root-move", "root-recreate", "parent-rules", "global-rules"),
+                # Other names, other views, time: each kind twice, as a write through the other name
+                # needs the name first.
+                *("hardlink", "hardlink-in", "hard-write", "rules-hardlink", "git-link", "repo-exclude") * 2,
+                *("restart",) * 4,
                 *extra,
             ]
         )
@@ -183,7 +275,7 @@ def _edit(root: Path, data: st.DataObject) -> str:
         (root / directory).mkdir(parents=True, exist_ok=True)
         (root / directory / name).write_bytes(b"SUSPEND in a new directory\n")
     elif kind == "rmdir" and directory and (root / directory).is_dir():
-        shutil.rmtree(root / directory)
+        _remove(root / directory)
     elif kind == "mvdir" and directory and (root / directory).is_dir():
         dest = root / data.draw(st.sampled_from(["moved", "src/moved", "lib"]))
         if not dest.exists() and not str(dest).startswith(str(root / directory)):
@@ -215,24 +307,99 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "git":
         (root / directory / ".git").mkdir(parents=True, exist_ok=True)
     elif kind == "ungit" and (root / directory / ".git").is_dir():
-        shutil.rmtree(root / directory / ".git")
+        _remove(root / directory / ".git")
     elif kind == "exclude":
         exclude = root / directory / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(data.draw(st.lists(st.sampled_from(RULES), max_size=3))) + "\n")
-    elif kind == "hardlink" and target.is_file():
-        # Another name for the same file: in the tree, or outside it (a write there raises no event here).
-        other = data.draw(
-            st.sampled_from([root / data.draw(st.sampled_from(["", *DIRS])) / "hard.c", base / "outside.c"])
-        )
+    elif kind == "hardlink" and (linked := _some_file(root, data)) is not None:
+        # Another name for the same file: in the tree, or outside it (a write there raises no event here),
+        # and maybe a write through it at once. A name given from outside to a file of the tree after the
+        # build raises no event at all, and is what the index cannot see (docs/behaviour.md): outside
+        # names are given before the build only.
+        inside = root / data.draw(st.sampled_from(["", *DIRS])) / "hard.c"
+        other = data.draw(st.sampled_from([inside, base / "outside.c"])) if not NOW["built"] else inside
         other.parent.mkdir(parents=True, exist_ok=True)
         if not other.exists():
-            os.link(target, other)
+            os.link(linked, other)
+            if data.draw(st.booleans()) and os.access(other, os.W_OK):
+                _rewrite(other, data.draw(contents()))
+            return f"{kind} {linked.relative_to(root)} {other}"
     elif kind == "hardlink":
         outside = base / "outside.c"  # a write through the other name
         if outside.is_file() and os.access(outside, os.W_OK):
             with open(outside, "r+b") as f:
                 f.write(data.draw(contents()) or b"x")
+    elif kind == "hardlink-in":
+        # A file from outside given a name in the tree (its arrival is an event), written through there.
+        source = base / "outside-in.c"
+        if not source.exists():
+            source.write_bytes(data.draw(contents()))
+        name_in = root / directory / ("in-" + name)
+        name_in.parent.mkdir(parents=True, exist_ok=True)
+        if not name_in.exists() and not name_in.is_symlink():
+            os.link(source, name_in)
+            if data.draw(st.booleans()):
+                _rewrite(source, data.draw(contents()))
+    elif kind == "hard-write":
+        # A write through one name of a file with others (hard links, a rule file's other names).
+        names = [base / "outside.c", base / "outside-in.c", base / "shared-rules", base / "rules-out"]
+        names += [root / d / n for d in ["", *DIRS] for n in ("hard.c", "rules-copy.txt")]
+        present = [p for p in names if p.is_file() and not p.is_symlink() and os.access(p, os.W_OK)]
+        if present:
+            chosen = data.draw(st.sampled_from(present))
+            _rewrite(chosen, _rules(data) if "rules" in chosen.name else data.draw(contents()) or b"x")
+    elif kind == "rules-hardlink":
+        # An ignore file that is a hard link: a shared one from outside, an outside name given to one of
+        # the tree's (no event at all), or another name in the tree; each edited through the other name.
+        rule_file = root / directory / data.draw(st.sampled_from([".gitignore", ".ignore"]))
+        rule_file.parent.mkdir(parents=True, exist_ok=True)
+        shared = base / "shared-rules"
+        how = data.draw(st.sampled_from(["shared", "out", "copy"]))
+        through: Path | None = None
+        if how == "shared" and not rule_file.exists() and not rule_file.is_symlink():
+            if not shared.exists():
+                shared.write_bytes(_rules(data))
+            os.link(shared, rule_file)
+            through = shared
+        elif rule_file.is_file() and not rule_file.is_symlink():
+            through = base / "rules-out" if how == "out" else root / directory / "rules-copy.txt"
+            if not through.exists():
+                os.link(rule_file, through)
+        if through is not None and data.draw(st.booleans()) and os.access(through, os.W_OK):
+            _rewrite(through, _rules(data))
+    elif kind == "git-link":
+        # `.git` as a symbolic link to a repository elsewhere (made, or pointed at another one).
+        git = root / directory / ".git"
+        repo = base / data.draw(st.sampled_from(["repo-a", "repo-b"]))
+        (repo / "info").mkdir(parents=True, exist_ok=True)
+        git.parent.mkdir(parents=True, exist_ok=True)
+        if git.is_symlink() or not git.exists():
+            staged = git.with_name(".git-new")
+            staged.unlink(missing_ok=True)
+            staged.symlink_to(repo)
+            os.replace(staged, git)
+            if data.draw(st.booleans()):
+                (repo / "info" / "exclude").write_bytes(_rules(data))
+    elif kind == "repo-exclude":
+        repo = base / data.draw(st.sampled_from(["repo-a", "repo-b"]))
+        if data.draw(st.integers(0, 4)) == 0:
+            shutil.rmtree(repo, ignore_errors=True)  # a link to it dangles: no repository there
+        else:
+            (repo / "info").mkdir(parents=True, exist_ok=True)
+            (repo / "info" / "exclude").write_bytes(_rules(data))
+    elif kind == "restart":
+        # The daemon goes away; a file is rewritten with the same size while none runs (within the same
+        # timestamp tick as its last change, on a filesystem with coarse timestamps); the next one starts
+        # on the index the first left.
+        pair = NOW["pair"]
+        if pair is not None and (victim := _some_file(root, data, recent=True)) is not None:
+            before = victim.stat()
+            size = before.st_size
+            pair.restart(lambda: _rewrite(victim, data.draw(contents()).ljust(size, b"y")[:size]))
+            after = victim.stat()
+            TALLY["within a tick"] += (before.st_mtime_ns, before.st_ctime_ns) == (after.st_mtime_ns, after.st_ctime_ns)
+            return f"{kind} {victim.relative_to(root)}"
     elif kind == "rules-link":
         rule_file = root / directory / data.draw(st.sampled_from([".gitignore", ".ignore"]))
         rule_file.parent.mkdir(parents=True, exist_ok=True)
@@ -296,11 +463,62 @@ def _edit(root: Path, data: st.DataObject) -> str:
         dest.mkdir(parents=True, exist_ok=True)
         _mount("--bind", str(root / directory), str(dest))
     elif kind == "umount":
-        for point in (root / d for d in [*DIRS, "bound", "src/bound"]):
-            if point.is_dir() and os.path.ismount(point):
-                _mount_off(point)
-                break
+        points = _mounted_under(root)
+        if points:
+            _mount_off(data.draw(st.sampled_from(points)))
+    elif kind == "bind-file" and data.draw(st.booleans()) and (point := _some_file(root, data)) is not None:
+        # A single file bound over one of the tree's (its writes raise events in its source's directory),
+        # and maybe written at once, through either name.
+        source = base / data.draw(st.sampled_from(["bind-src-0.c", "bind-src-1.c"]))
+        if not source.exists():
+            source.write_bytes(data.draw(contents()))
+        _mount("--bind", str(source), str(point))
+        if data.draw(st.integers(0, 2)):
+            _rewrite(data.draw(st.sampled_from([source, point])), data.draw(contents()))
+        return f"{kind} {point.relative_to(root)}"
+    elif kind == "bind-file":
+        sources = [p for p in (base / "bind-src-0.c", base / "bind-src-1.c") if p.is_file()]
+        points = [p for p in _mounted_under(root) if p.is_file()]
+        if sources or points:
+            _rewrite(data.draw(st.sampled_from(sources + points)), data.draw(contents()))
+    elif kind == "overlay" and directory:
+        # An overlay mounted in the tree; its lower directory is edited directly later (lower-edit).
+        lower = base / "lower"
+        (lower / "sub").mkdir(parents=True, exist_ok=True)
+        (lower / "sub" / name).write_bytes(data.draw(contents()))
+        layers = Path(tempfile.mkdtemp(prefix="layers-", dir=base))
+        (layers / "upper").mkdir()
+        (layers / "work").mkdir()
+        point = root / directory / "ov"
+        point.mkdir(parents=True, exist_ok=True)
+        _mount(
+            "-t",
+            "overlay",
+            "overlay",
+            "-o",
+            f"lowerdir={lower},upperdir={layers / 'upper'},workdir={layers / 'work'}",
+            str(point),
+        )
+        if data.draw(st.booleans()):
+            _edit_lower(base / "lower", name, data)
+    elif kind == "lower-edit":
+        _edit_lower(base / "lower", name, data)
     return f"{kind} {directory}/{name}"
+
+
+def _edit_lower(lower: Path, name: str, data: st.DataObject) -> None:
+    """An overlay's lower directory edited directly: a file added, rewritten or deleted."""
+    lower.mkdir(exist_ok=True)
+    present = sorted(p for p in lower.rglob("*") if p.is_file())
+    if present and data.draw(st.booleans()):
+        victim = data.draw(st.sampled_from(present))
+        if data.draw(st.booleans()):
+            victim.unlink()
+        else:
+            _rewrite(victim, data.draw(contents()))
+    else:
+        (lower / "sub").mkdir(exist_ok=True)
+        (lower / data.draw(st.sampled_from(["", "sub"])) / name).write_bytes(data.draw(contents()))
 
 
 def _mount_off(point: Path) -> None:
@@ -319,7 +537,7 @@ def _unmount_under(path: Path) -> None:
         _mount_off(Path(point))
 
 
-TALLY = {"calls": 0, "answered": 0, "rebuilds": 0}
+TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
 
 
 class Counting:
@@ -330,13 +548,16 @@ class Counting:
 
     async def glob(self, *args: Any) -> Any:
         found = await self.workspace.glob(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
 
     async def grep(self, *args: Any) -> Any:
         found = await self.workspace.grep(*args)
-        TALLY["answered"] += found is not None
-        return found
+        TALLY["answered"] += not isinstance(found, Walk)
+        return None if isinstance(found, Walk) else found
+
+    def walk_note(self, cwd: str) -> None:
+        return None
 
     def note_walk(self, cwd: str, seconds: float) -> None:
         pass
@@ -353,7 +574,10 @@ class Pair:
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(index_dir)}  # no user config in play
         limits = Limits(cfg.raw_output_max_bytes, cfg.stderr_max_bytes, 3.0)
         self.pool = pool = Workers.start()
-        self.workspace = Workspace(str(root), index_dir=str(index_dir), grep_lister=GrepLister.create(rg, env, 3.0))
+        self._make = lambda: Workspace(str(root), index_dir=str(index_dir), grep_lister=GrepLister.create(rg, env, 3.0))
+        self.workspace = self._make()
+        self.counting = Counting(self.workspace)
+        self.restarts = 0
         self.plain = Searcher(cfg, Launcher(rg, env, limits), FakeSpill(), DenyGlobs(cfg.deny_globs), pool, 2)
         self.indexed = Searcher(
             cfg,
@@ -362,8 +586,18 @@ class Pair:
             DenyGlobs(cfg.deny_globs),
             pool,
             2,
-            source=Counting(self.workspace),
+            source=self.counting,
         )
+
+    def restart(self, meanwhile: Callable[[], None]) -> None:
+        """The index's daemon goes away, `meanwhile` happens, and a new one starts on the index it left
+        (`compare` waits for it to be ready)."""
+        TALLY["rebuilds"] += self.workspace.counts.rebuilds or 0
+        self.workspace.close()
+        meanwhile()
+        self.workspace = self.counting.workspace = self._make()
+        self.workspace.start()
+        self.restarts += 1
 
 
 async def scenario(data: st.DataObject, rg: str) -> None:
@@ -388,10 +622,13 @@ async def _scenario(data: st.DataObject, rg: str) -> None:
             edit(root, data)
         deny = tuple(data.draw(st.lists(st.sampled_from(["*.log", "secret*", "lib/"]), max_size=1)))
         pair = Pair(root, rg, base / "index", deny)
+        NOW["pair"] = pair
         try:
             await compare(pair, root, data)
         finally:
+            NOW["pair"], NOW["built"] = None, False
             TALLY["rebuilds"] += pair.workspace.counts.rebuilds or 0
+            TALLY["restarts"] += pair.restarts
             pair.workspace.close()
             pair.pool.parse.shutdown()
             pair.pool.stat.shutdown()
@@ -405,16 +642,18 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
     pair.workspace.start()
     await asyncio.wait_for(pair.workspace._ready.wait(), 30)
     assert pair.workspace.state == READY, pair.workspace.status("on")
+    NOW["built"] = True
     history: list[str] = []
     for _step in range(data.draw(st.integers(1, 8))):
+        if not pair.workspace._ready.is_set():  # restarted by the last edit: its build has the tree first
+            await asyncio.wait_for(pair.workspace._ready.wait(), 30)
+            assert pair.workspace.state == READY, pair.workspace.status("on")
         for _ in range(data.draw(st.integers(1, 3))):
-            tool = data.draw(st.sampled_from(["glob", "grep"]))
-            call = (
-                tool,
-                data.draw(st.sampled_from(GLOBS if tool == "glob" else GREPS)),
-                data.draw(st.sampled_from(PATHS)),
-                data.draw(st.sampled_from(INCLUDES)) if tool == "grep" else None,
-            )
+            call: GlobQuery | GrepQuery
+            if data.draw(st.sampled_from(["glob", "grep"])) == "glob":
+                call = GlobQuery(data.draw(st.sampled_from(GLOBS)), data.draw(st.sampled_from(PATHS)))
+            else:
+                call = data.draw(grep_queries())
             expected = await run(pair.plain, root, call)
             got = await run(pair.indexed, root, call)
             if got != expected and os.environ.get("DSH_INDEX_DEBUG"):
@@ -425,7 +664,7 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
         history.append(edit(root, data))
 
 
-def debug(ws: Workspace, root: Path, call: tuple[Any, ...], history: list[str]) -> None:
+def debug(ws: Workspace, root: Path, call: GlobQuery | GrepQuery, history: list[str]) -> None:
     """What the index held when an answer differed (DSH_INDEX_DEBUG=1)."""
     fresh = ws._fresh
     known = (fresh.changed, fresh.stated, fresh.files.overlay, fresh.unknown) if fresh is not None else None
@@ -469,10 +708,29 @@ def _property(rg: str, max_examples: int, replay: str | None = None) -> Callable
     return run
 
 
+def _coarse_filesystem(point: str) -> bool:
+    """Mount at `point` a filesystem whose timestamps tick once a second — ext4 with 128-byte inodes, on a
+    sparse loop image — in this mount namespace (it goes with the namespace); False when it cannot be."""
+    if shutil.which("mkfs.ext4") is None:
+        return False
+    image = tempfile.NamedTemporaryFile(prefix="dsh-index-eq-", suffix=".img", delete=False)  # noqa: SIM115
+    try:
+        image.truncate(256 << 20)
+        image.close()
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", "-I", "128", image.name], capture_output=True, check=False)
+        if made.returncode != 0:
+            return False
+        mounted = subprocess.run(["mount", "-o", "loop", image.name, point], capture_output=True, check=False)
+        return mounted.returncode == 0
+    finally:
+        os.unlink(image.name)  # the loop device holds it while mounted
+
+
 def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mount_namespace: bool = False) -> None:
     """Run `body` in a forked child — as `user`, or as root in a mount namespace of its own — and fail here
     with its output if it fails. The child first runs one plain example, so that everything the property
     imports is imported while it may still read anything."""
+    coarse = tempfile.mkdtemp(prefix="dsh-index-eq-coarse-")  # the child mounts on it, in its namespace
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -488,6 +746,8 @@ def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mo
                 if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
                     raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
                 subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+                if _coarse_filesystem(coarse):
+                    tempfile.tempdir = coarse  # every scenario's tree on it
             warm = MODE["now"]
             body_warm = _property(RG_FOR_CHILD["path"], 1)
             body_warm()
@@ -515,6 +775,7 @@ def in_child(body: Callable[[], None], *, mode: str, user: int | None = None, mo
         chunks.append(chunk)
     os.close(read_end)
     _, status = os.waitpid(pid, 0)
+    os.rmdir(coarse)  # unmounted with the child's namespace
     output = b"".join(chunks).decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0, output[-20000:]
     if os.environ.get("DSH_INDEX_DEBUG"):
@@ -583,9 +844,9 @@ def test_a_content_index_mostly_of_old_versions_is_rebuilt_and_answers_the_same(
                 await wait_until(lambda: ws._drain() is None and ws._fresh is not None and not ws._fresh.changed)
             await wait_until(lambda: (ws.counts.rebuilds or 0) >= 1)
             assert (ws.counts.rebuilds or 0) >= 1, ws.status("on")
-            for call in (("grep", "SUSPEND", None, None), ("grep", "f3_v2", "src", "*.c"), ("glob", "*.c", None, None)):
+            for call in (GrepQuery("SUSPEND"), GrepQuery("f3_v2", "src", "*.c"), GlobQuery("*.c")):
                 assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)
-            assert (await pair.workspace.grep(str(root), None, "f3_v2", None, DenyGlobs(()))) is not None
+            assert not isinstance(await pair.workspace.grep(str(root), GrepQuery("f3_v2"), DenyGlobs(())), Walk)
             return first_set
         finally:
             pair.workspace.close()
@@ -610,7 +871,7 @@ def test_a_file_gone_with_its_directory_leaves_no_file_to_search(rg_path: str, t
             ws = pair.workspace
             ws.start()
             await asyncio.wait_for(ws._ready.wait(), 30)
-            call = ("grep", "foo|bar", None, "*.c")
+            call = GrepQuery("foo|bar", include="*.c")
             (root / "docs" / "deep").mkdir(parents=True)
             (root / "docs" / "deep" / "[k].c").write_text("nothing\n")
             assert await run(pair.indexed, root, call) == await run(pair.plain, root, call)

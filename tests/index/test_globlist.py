@@ -8,7 +8,19 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_search.index.globlist import ALL, NAME, SUFFIX, Matcher, Snapshot, _shape, entry_key, glob_regex
+from dsh_search.index.globlist import (
+    ALL,
+    NAME,
+    SUFFIX,
+    GlobList,
+    Matcher,
+    Snapshot,
+    _shape,
+    entry_key,
+    glob_regex,
+    inode_key,
+    split_key,
+)
 
 segment = st.text(alphabet="ax.é-", min_size=1, max_size=4)
 paths = st.lists(st.lists(segment, min_size=1, max_size=3).map("/".join), max_size=30, unique=True)
@@ -29,7 +41,7 @@ def test_shortcuts_select_what_the_regex_selects(names: list[str], glob: str) ->
 
 
 def _in_order(snapshot: Snapshot) -> list[bytes]:
-    return [path for _mtime, path in snapshot.entries()]
+    return [path for _mtime, path, _inode in snapshot.entries()]
 
 
 def test_shapes() -> None:
@@ -42,3 +54,26 @@ def test_shapes() -> None:
     assert _shape(glob_regex("*.日本")) == (SUFFIX, ".日本".encode())
     for other in ("a*.c", "*.[ch]", "src/*.c", "src/**", "*.{c,h}", "?.c"):
         assert _shape(glob_regex(other)) is None, other
+
+
+@given(paths, st.lists(st.integers(1, 4), min_size=30, max_size=30), st.sets(st.integers(1, 5)))
+def test_the_names_of_an_inode_are_found_in_the_snapshot_and_the_changes(
+    names: list[str], inodes: list[int], wanted: set[int]
+) -> None:
+    encoded = [n.encode() for n in names]
+    files = GlobList.from_keys([entry_key(i % 3, p, inodes[i]) for i, p in enumerate(encoded)])
+    expected = {p for i, p in enumerate(encoded) if inodes[i] in wanted}
+    assert set(files.named(wanted)) == expected
+    if encoded:
+        files.apply(encoded[0], 7, 5)  # its inode is another now
+        files.apply(b"new", 8, 5)
+        expected = (expected - {encoded[0]}) | ({encoded[0], b"new"} if 5 in wanted else set())
+        assert set(files.named(wanted)) == expected
+        assert set(files.compacted().named(wanted)) == expected
+
+
+def test_an_entry_key_sorts_as_glob_orders_and_splits_back() -> None:
+    keys = [entry_key(1, b"a/b", 9), entry_key(1, b"a", -3), entry_key(0, b"z", 1)]
+    assert [split_key(k)[1] for k in sorted(keys)] == [b"z", b"a", b"a/b"]
+    assert split_key(entry_key(-5, b"p", -(1 << 63))) == (-5, b"p", -(1 << 63))
+    assert inode_key(1, 2) == inode_key(1, 2) != inode_key(2, 1)

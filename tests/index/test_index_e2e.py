@@ -185,10 +185,16 @@ def test_a_search_outside_the_workspace_walks(start: MakeDaemon, tmp_path: Path)
     root = tree(tmp_path / "w")
     other = tree(tmp_path / "other")
     on, off = indexed_and_plain(start, root, tmp_path / "index")
-    before = on.result("index/status")["walked"]
+    status = on.result("index/status")
+    before, because = status["walked"], status.get("walkedBecause", {})
     same(on, off, "grep", {"pattern": "SUSPEND_3", "cwd": str(other)})
     same(on, off, "grep", {"pattern": "SUSPEND_3", "path": str(other)})
-    assert on.result("index/status")["walked"] == before + 2
+    status = on.result("index/status")
+    assert status["walked"] == before + 2
+    # Each named by the planner's reason: a cwd outside the workspace; a root it cannot spell (absolute,
+    # outside the cwd).
+    assert status["walkedBecause"]["outside"] == because.get("outside", 0) + 1
+    assert status["walkedBecause"]["root-unspelled"] == because.get("root-unspelled", 0) + 1
     assert error_of(on.call("grep", {"pattern": "x", "cwd": str(tmp_path / "nope")}))[1] == "SEARCH_FAILED"
 
 

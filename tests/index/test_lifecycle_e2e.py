@@ -268,6 +268,33 @@ def test_three_daemons_on_one_workspace_share_one_index_and_survive_its_owner(
     assert sum(status_of(new_owner)["answered"].values()) == before + 1
 
 
+@pytest.mark.parametrize("how", ["eof", "exit"])
+def test_an_owner_leaving_with_guests_connected_says_so_in_one_notice(
+    start: MakeDaemon, tmp_path: Path, how: str
+) -> None:
+    """Normal life (two agents on one repository, one done first): the owner's stderr has one notice line
+    for it, and no ERROR and no traceback; the guest goes on and takes the index over."""
+    root = tree(tmp_path / "w")
+    index_dir = tmp_path / "index"
+    owner, guest = (start("--workdir", str(root), "--index", "on", "--index-dir", str(index_dir)) for _ in range(2))
+    for d in (owner, guest):
+        ready(d)
+    if status_of(owner)["role"] != "owner":
+        owner, guest = guest, owner
+    guest.result("grep", {"pattern": "EDITED"})  # the guest asks the owner: it is connected
+    assert sum(status_of(guest)["answered"].values()) > 0
+    if how == "exit":
+        owner.notify("exit")
+    else:
+        owner.close_stdin()
+    assert owner.wait_exit(10) == 0
+    err = owner.stderr
+    assert "ERROR" not in err and "Traceback" not in err and "CancelledError" not in err, err
+    assert err.count("leaves with 1 other daemon using it") == 1, err
+    assert wait_until(lambda: status_of(guest)["role"] == "owner", 30)
+    assert "ERROR" not in guest.stderr and "Traceback" not in guest.stderr, guest.stderr
+
+
 HOST = """
 import subprocess, sys, time
 daemon = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from dsh_search.index import mounts
-from dsh_search.index.rules import RuleFiles, git_dir_excludes, global_sources, parent_sources
+from dsh_search.index import files, mounts, rules
+from dsh_search.index.rules import RuleFiles, git_dir_excludes, git_entry_rules, global_sources, parent_sources
 from dsh_search.index.watch import DIRECTORY, GONE, NEW, ROOT, Unwatchable, Watcher
 from tests.support.unprivileged import NOBODY, unprivileged_tree
 
@@ -101,6 +102,15 @@ def test_mountinfo_lines_are_read_as_the_kernel_writes_them() -> None:
     assert mounts.remote("nfs4") and mounts.remote("fuse.sshfs") and not mounts.remote("ext4")
 
 
+def test_network_and_stacked_filesystems_hide_changes_and_say_why() -> None:
+    assert mounts.hidden_changes("ext4") is None and mounts.hidden_changes("tmpfs") is None
+    assert "made elsewhere" in (mounts.hidden_changes("nfs4") or "")
+    assert mounts.hidden_changes("overlay") == (
+        "on an overlay filesystem, whose layers' own changes raise no inotify event in it"
+    )
+    assert mounts.stacked("aufs") and not mounts.stacked("nfs") and not mounts.stacked("ext4")
+
+
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("unshare") is None, reason="needs root to mount in a namespace of its own"
 )
@@ -168,3 +178,69 @@ def test_a_change_to_a_checked_file_is_seen_until_the_next_refresh(tmp_path: Pat
     assert rules.changed() is None
     (tmp_path / ".ignore").write_text("x\n")  # a parent's rule file appears
     assert rules.changed() == str(tmp_path / ".ignore")
+
+
+def test_every_rule_file_is_checked_whatever_name_it_is_edited_through(tmp_path: Path) -> None:
+    """A hard link from outside, made after the refresh, raises no event: the stat check sees the edit."""
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / ".gitignore").write_text("*.log\n")
+    checked = RuleFiles(str(root), {"HOME": str(tmp_path / "home")})
+    checked.add_inside([str(root / ".gitignore")])
+    os.link(root / ".gitignore", tmp_path / "elsewhere")
+    checked.refresh()
+    assert checked.changed() is None
+    (tmp_path / "elsewhere").write_text("*.tmp\n")
+    assert checked.changed() == str(root / ".gitignore")
+
+
+def test_a_racily_clean_rule_file_is_compared_by_content_until_its_times_are_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rewritten within the timestamp tick of its last change (on a filesystem of one-second or jiffy
+    timestamps), a rule file keeps its size and times: its content tells."""
+    rule = tmp_path / ".ignore"
+    rule.write_text("a\n")
+    taken = rules.signature(str(rule))
+    checked = RuleFiles(str(tmp_path / "w"), {})
+    checked.add_inside([str(rule)])
+    rule.write_text("b\n")  # the same size
+    real = rules.signature
+    monkeypatch.setattr(rules, "signature", lambda path: taken if path == str(rule) else real(path))  # one tick
+    assert checked.changed() == str(rule)
+    rule.write_text("a\n")
+    assert checked.changed() is None
+    monkeypatch.setattr(files, "RACY_NS", 0)  # its times are old now: any later write must change them
+    assert checked.changed() is None
+    rule.write_text("c\n")
+    assert checked.changed() is None  # no longer compared by content: the signature alone decides
+
+
+def test_a_rule_file_that_is_a_fifo_is_never_waited_on(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    os.mkfifo(root / ".gitignore")
+    os.mkfifo(root / ".git")
+    done = threading.Event()
+
+    def check() -> None:
+        checked = RuleFiles(str(root), {})
+        checked.add_inside([str(root / ".gitignore"), *git_entry_rules(str(root / ".git"))])
+        checked.changed()
+        done.set()
+
+    threading.Thread(target=check, daemon=True).start()
+    assert done.wait(10), "a FIFO held the rule check up"
+
+
+def test_a_git_link_to_a_repository_elsewhere_names_its_exclude_file(tmp_path: Path) -> None:
+    repo = tmp_path / "repo.git"
+    (repo / "info").mkdir(parents=True)
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / ".git").symlink_to(repo)
+    git = str(tmp_path / "w" / ".git")
+    assert git_entry_rules(git) == [git, os.path.join(git, "info", "exclude")]
+    # A directory is compared by identity: what git does inside it is not a change of the rules.
+    before = rules.signature(git)
+    (repo / "index").write_text("x")
+    assert rules.signature(git) == before

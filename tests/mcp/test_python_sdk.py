@@ -27,7 +27,7 @@ from dsh_search import texts
 from dsh_search.methods import era
 from mcp import Client, StdioServerParameters, stdio_client, types
 from tests.support.daemon import Daemon
-from tests.support.processes import processes_named
+from tests.support.processes import TAG_VARIABLE, new_tag, tagged
 from tests.support.trees import project_copy
 
 # The legacy tests use what 2026-07-28 deprecates (roots/list_changed, logging/setLevel) on purpose.
@@ -39,13 +39,15 @@ VERSION = {"auto": era.MODERN_VERSION, "legacy": "2025-11-25"}
 
 
 def params(
-    exe: Path, spill: Path, *args: str, cwd: Path | str = "/", spawns: Path | None = None
+    exe: Path, spill: Path, *args: str, cwd: Path | str = "/", spawns: Path | None = None, tag: str | None = None
 ) -> StdioServerParameters:
     """The daemon as a client configuration names it; with `spawns`, started through a shell that first
-    appends its pid to that file, so a test counts the daemons a connection started."""
-    argv = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), *args]
+    appends its pid to that file, so a test counts the daemons a connection started; with `tag`, that tag
+    in its environment (tests.support.processes.tagged finds its processes by it)."""
+    argv = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), "--mcp-result", "full", *args]
     if spawns is None:
-        return StdioServerParameters(command=str(exe), args=argv, cwd=str(cwd))
+        env = None if tag is None else {**os.environ, TAG_VARIABLE: tag}
+        return StdioServerParameters(command=str(exe), args=argv, cwd=str(cwd), env=env)
     script = 'echo $$ >> "$0"; exec "$@"'
     return StdioServerParameters(command="/bin/sh", args=["-c", script, str(spawns), str(exe), *argv], cwd=str(cwd))
 
@@ -65,9 +67,9 @@ def text(result: types.CallToolResult) -> str:
 
 
 def native(result: types.CallToolResult) -> dict[str, Any]:
-    """The native result's fields but its text, which the MCP result carries in its _meta."""
-    meta = result.meta or {}
-    return meta["dsh-search/result"]  # type: ignore[no-any-return]
+    """The native result, which the MCP result carries as its structuredContent (mcpResult full)."""
+    assert result.structured_content is not None
+    return result.structured_content
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
@@ -140,7 +142,7 @@ def test_tools_are_listed_called_and_validated(exe: Path, tmp_path: Path, errlog
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert list(tools) == ["glob", "grep", "terminal_search", "read"]
             schemas = {name: t.output_schema for name, t in tools.items()}
-            assert all(schema == schemas["glob"] for schema in schemas.values())  # {text}, each tool alike
+            assert len({json.dumps(schema, sort_keys=True) for schema in schemas.values()}) == 4  # each its own
             calls = [
                 ("glob", {"pattern": "*.md"}, False),  # over the cap: sampled, spilled, linked
                 ("glob", {"pattern": "f1.md"}, False),
@@ -162,8 +164,10 @@ def test_tools_are_listed_called_and_validated(exe: Path, tmp_path: Path, errlog
                     assert result.structured_content is None and text(result).startswith("Error: ")
                     assert (result.meta or {})["dsh-search/error"]["text"] == text(result)
                 else:
-                    assert result.structured_content == {"text": text(result)}
+                    assert native(result)["text"] == text(result)
                     jsonschema.Draft202012Validator(schemas[name]).validate(result.structured_content)
+                    for other, schema in schemas.items():  # and no other tool's schema admits it
+                        assert other == name or not jsonschema.Draft202012Validator(schema).is_valid(native(result))
             assert text(await c.call_tool("read", {"path": "d3/f3.md"})) == "     1\tline 3"
 
     anyio.run(main)
@@ -224,26 +228,24 @@ def test_a_capped_result_is_read_whole_through_its_link_and_the_read_tool(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_structured_content_costs_a_model_at_most_a_tenth_more_than_the_text(
-    exe: Path, tmp_path: Path, errlog: Path, mode: str
-) -> None:
-    """What pydantic-ai (always) and the OpenAI Agents SDK (useStructuredContent) give the model is the
-    serialized structuredContent: for a capped grep and a capped glob over this repository's sources, at
-    the default caps, within 1.1 times the text."""
+def test_by_default_a_result_is_the_text_alone(exe: Path, tmp_path: Path, errlog: Path, mode: str) -> None:
+    """What every framework measured hands its model as is (tests/frameworks): one text content, no
+    structuredContent, no outputSchema, no link — for a capped grep and glob over this repository's
+    sources, whose footers still name the saved result."""
     project = project_copy(tmp_path / "project")
 
     async def main() -> None:
-        server = params(exe, tmp_path / "spill", "--workdir", str(project), "--index", "off")
+        server = StdioServerParameters(
+            command=str(exe),
+            args=["--sample-over-cap-glob-results", "true", "--spill-dir", str(tmp_path / "spill"), "--index", "off"],
+            cwd=str(project),
+        )
         async with connect(server, errlog, mode) as c:
+            assert all(t.output_schema is None for t in (await c.list_tools()).tools)
             for name, arguments in (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"})):
                 result = await c.call_tool(name, arguments)
-                assert native(result)["spill"] is not None, f"{name} was not capped"
-                size = len(text(result))
-                for serialized in (
-                    json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False),
-                    json.dumps(result.structured_content),
-                ):
-                    assert len(serialized) <= 1.1 * size, (name, size, len(serialized))
+                assert len(result.content) == 1 and result.structured_content is None
+                assert "result stored at: " in text(result), f"{name} was not capped"
 
     anyio.run(main)
 
@@ -269,7 +271,7 @@ def test_legacy_client_roots_are_the_workspace_and_follow_list_changed(
             assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "README.md\ndocs/guide.md"
             assert text(await c.call_tool("glob", {"pattern": "*.md", "path": "docs"})) == "docs/guide.md"
             outside = await c.call_tool("grep", {"pattern": "beta", "path": str(two)})
-            assert outside.is_error and text(outside) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+            assert outside.is_error and text(outside) == f"Error: {texts.outside_shared_roots((str(one),))}"
 
             roots[:] = [two, one]
             await c.session.send_roots_list_changed()
@@ -303,7 +305,7 @@ def test_modern_client_roots_are_asked_for_each_call(exe: Path, tmp_path: Path, 
             roots[:] = [two]  # no list_changed in this era: the next call asks again
             assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "b.md"
             outside = await c.call_tool("grep", {"pattern": "alpha", "path": str(one)})
-            assert outside.is_error and text(outside) == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+            assert outside.is_error and text(outside) == f"Error: {texts.outside_shared_roots((str(two),))}"
         assert asked == ["one", "two", "two"]
 
     anyio.run(main)
@@ -381,10 +383,11 @@ def test_cancellation_stops_the_search(
     exe: Path, slow_corpus: Path, slow_pattern: str, spill: Path, errlog: Path, mode: str
 ) -> None:
     sidecar = f"{exe}-rg"
+    tag = new_tag()
     answered: list[Any] = []
 
     async def main() -> None:
-        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW), errlog, mode) as c:
+        async with connect(params(exe, spill, "--workdir", str(slow_corpus), *SLOW, tag=tag), errlog, mode) as c:
 
             async def call() -> None:
                 answered.append(await c.call_tool("grep", {"pattern": slow_pattern}))
@@ -392,11 +395,11 @@ def test_cancellation_stops_the_search(
             async with anyio.create_task_group() as group:
                 group.start_soon(call)
                 with anyio.fail_after(20):
-                    while not processes_named(sidecar):
+                    while not tagged(tag, sidecar):
                         await anyio.sleep(0.05)
                 group.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the abandoned call
             with anyio.fail_after(10):
-                while processes_named(sidecar):
+                while tagged(tag, sidecar):
                     await anyio.sleep(0.05)
             assert not answered
             assert [t.name for t in (await c.list_tools()).tools] == ["glob", "grep"]  # the session goes on
@@ -457,7 +460,7 @@ def test_terminal_search_is_listed_only_when_it_can_work(
 
 
 def raw(exe: Path, spill: Path, *args: str, framing: str = "ndjson", cwd: Path | str | None = None) -> Daemon:
-    base = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill)]
+    base = ["--sample-over-cap-glob-results", "true", "--spill-dir", str(spill), "--mcp-result", "full"]
     return Daemon([*base, *args], framing=framing, exe=exe, cwd=cwd)
 
 
@@ -489,8 +492,8 @@ def test_progress_is_never_written_after_the_answer(
 def test_native_and_mcp_results_are_the_same_bytes(
     exe: Path, tmp_path: Path, spill: Path, era_meta: dict[str, Any]
 ) -> None:
-    """Through tools/call, in either era, the native result is the text (content and structuredContent)
-    and the rest in _meta["dsh-search/result"]; a native error's data is _meta["dsh-search/error"]."""
+    """Through tools/call (mcpResult full), in either era, the native result is the structuredContent and
+    its text the content; a native error's data is _meta["dsh-search/error"]."""
     project = tree(tmp_path / "p", {f"d{i % 3}/f{i}.md": f"needle {i}\nline é {i}\n" for i in range(9)})
     d = raw(exe, spill, "--workdir", str(project), "--glob-max-results", "4", "--grep-max-matches", "5")
     try:
@@ -515,14 +518,14 @@ def test_native_and_mcp_results_are_the_same_bytes(
                 assert "structuredContent" not in via_mcp
                 continue
             want = native["result"]
-            got = {**via_mcp["structuredContent"], **via_mcp["_meta"]["dsh-search/result"]}
+            got = via_mcp["structuredContent"]
             if want["spill"] is not None:  # each call saves its own artifact; the rest must agree
                 assert got["spill"] is not None and via_mcp["content"][1]["type"] == "resource_link"
                 want = {**want, "text": want["text"].replace(want["spill"]["locator"], got["spill"]["locator"])}
                 want["spill"] = got["spill"]
             assert json.dumps(got, sort_keys=True).encode() == json.dumps(want, sort_keys=True).encode()
             assert via_mcp["content"][0] == {"type": "text", "text": want["text"]}
-            assert via_mcp["structuredContent"] == {"text": want["text"]}
+            assert via_mcp["structuredContent"]["text"] == want["text"]
     finally:
         d.stop()
 
@@ -672,3 +675,35 @@ def test_a_copy_that_is_only_probed_does_nothing_and_is_gone_at_once(exe: Path, 
     assert not index_dir.exists(), "the probed copy opened an index"
     assert stale.exists(), "the probed copy scanned the spill store"
     assert list(scratch.iterdir()) == [], "the launcher's unpacked runtime was left behind"
+
+
+def test_the_host_environment_reaches_the_daemon_only_through_the_configurations_env(
+    exe: Path, tmp_path: Path, spill: Path, errlog: Path
+) -> None:
+    """The SDK starts a server with HOME, LOGNAME, PATH, SHELL, TERM and USER only: a TMPDIR in the host's
+    own environment never reaches the daemon (its runtime is unpacked elsewhere), one in the server's
+    `env` does (docs/troubleshooting.md), and the daemon leaves nothing there."""
+    host_tmp, configured = tmp_path / "host-tmp", tmp_path / "configured-tmp"
+    host_tmp.mkdir()
+    configured.mkdir()
+    project = tree(tmp_path / "p", {"a.md": "alpha\n"})
+
+    async def unpacked_in(env: dict[str, str] | None) -> tuple[list[str], list[str]]:
+        server = params(exe, spill, "--workdir", str(project))
+        server = StdioServerParameters(command=server.command, args=server.args, env=env)
+        async with connect(server, errlog, "legacy") as c:
+            assert text(await c.call_tool("glob", {"pattern": "*.md"})) == "a.md"
+            return [p.name for p in host_tmp.iterdir()], [p.name for p in configured.iterdir()]
+
+    async def main() -> None:
+        os.environ["TMPDIR"] = str(host_tmp)
+        try:
+            in_host, in_configured = await unpacked_in(None)
+            assert in_host == [] and in_configured == []
+            in_host, in_configured = await unpacked_in({"TMPDIR": str(configured)})
+            assert in_host == [] and len(in_configured) == 1 and in_configured[0].startswith("_MEI")
+        finally:
+            del os.environ["TMPDIR"]
+
+    anyio.run(main)
+    assert list(configured.iterdir()) == [], "the daemon left its unpacked runtime behind"

@@ -42,6 +42,8 @@ def test_wheel_layout_modes_and_record(sdk_wheel: Path, dist_dir: Path) -> None:
             "dsh_search_bin/bin/dsh-search-rg",
             "dsh_search_bin/client.py",
             "dsh_search_bin/py.typed",
+            "dsh_search_bin/remote-install.sh",
+            "dsh_search_bin/remote.py",
             f"{info}/METADATA",
             f"{info}/WHEEL",
             f"{info}/entry_points.txt",

@@ -109,3 +109,15 @@ def test_flag_values() -> None:
     with pytest.raises(ConfigError, match="sampleOverCapGlobResults must be true or false"):
         parse_flag_value(key["sampleOverCapGlobResults"], "1")
     assert key["allowedRoots"].flag == "--allowed-root" and key["globMaxResults"].flag == "--glob-max-results"
+
+
+def test_the_grep_profile_is_upstream_unless_asked_and_one_of_two() -> None:
+    from dsh_search.config import GREP_PROFILES
+    from dsh_search.engine.request import PROFILES
+
+    assert GREP_PROFILES == PROFILES
+    assert build(BASE).grep_profile == "upstream"
+    assert build({**BASE, "grepProfile": "extended"}).grep_profile == "extended"
+    with pytest.raises(ConfigError) as err:
+        build({**BASE, "grepProfile": "claude"})
+    assert str(err.value) == "dsh-search: grepProfile must be one of upstream, extended"

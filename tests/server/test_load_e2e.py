@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.daemon import INDEX, Daemon, MakeDaemon, frame, settle_index
-from tests.support.processes import processes_named, settled_rss, wait_until
+from tests.support.processes import settled_rss, wait_until
 from tests.support.reliability_report import record
 
 REQUESTS = 2000
@@ -144,7 +144,7 @@ def test_mixed_load_with_cancellations(start: MakeDaemon, exe: Path, load_tree: 
     assert len(answers) == REQUESTS and set(answers.values()) == {1}, "an id was not answered exactly once"
     assert d.no_response(1.0)
     assert wait_until(lambda: sorted(d.open_fds()) == fds_warm), (sorted(d.open_fds()), fds_warm)
-    assert not processes_named(f"{exe}-rg")
+    assert not d.ripgreps()
     rss_after = settled_rss(d.rss_kib)
     record(
         "load",
@@ -155,7 +155,7 @@ def test_mixed_load_with_cancellations(start: MakeDaemon, exe: Path, load_tree: 
         answered_once=sum(1 for n in answers.values() if n == 1),
         fds=[len(fds_warm), len(d.open_fds())],
         rss_kib=[rss_warm, rss_after],
-        rg_left=len(processes_named(f"{exe}-rg")),
+        rg_left=len(d.ripgreps()),
     )
     assert rss_after <= rss_warm * 1.15, (rss_warm, rss_after)
     assert d.result("ping") == {}

@@ -6,7 +6,6 @@ frozen executable in tests/mcp."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -49,7 +48,7 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def daemon(tree: Path) -> Iterator[InProcessDaemon]:
-    with InProcessDaemon(workdir=tree, globMaxResults=3, grepMaxMatches=2) as d:
+    with InProcessDaemon(workdir=tree, globMaxResults=3, grepMaxMatches=2, mcpResult="full") as d:
         yield d
 
 
@@ -173,18 +172,18 @@ def test_modern_results_have_their_shape_and_legacy_ones_stay_as_they_were(daemo
         "_meta": server_info(daemon),
     }
     for tool in modern_tools["tools"]:
-        assert tool["outputSchema"] == mcp.TEXT_RESULT
+        assert tool["outputSchema"] == mcp.output_schema(daemon.ctx.methods.get(tool["name"]))  # type: ignore[arg-type]
 
     call = {"name": "grep", "arguments": {"pattern": "needle", "path": "src"}}
     legacy_call = daemon.result("tools/call", call)
     modern_call = daemon.result("tools/call", modern(call))
-    assert "resultType" not in legacy_call and era.SERVER_INFO not in legacy_call["_meta"]
+    assert "resultType" not in legacy_call and "_meta" not in legacy_call
     assert modern_call == {
         "resultType": "complete",
         **legacy_call,
-        "_meta": {**legacy_call["_meta"], **server_info(daemon)},
+        "_meta": server_info(daemon),
     }
-    assert modern_call["structuredContent"] == {"text": modern_call["content"][0]["text"]}
+    assert modern_call["structuredContent"]["text"] == modern_call["content"][0]["text"]
     # The legacy session is still there: logging/setLevel and ping work in it.
     assert daemon.result("logging/setLevel", {"level": "info"}) == {}
     assert daemon.result("ping") == {}
@@ -262,7 +261,9 @@ def test_a_modern_client_with_roots_is_asked_for_them_per_call(tree: Path, tmp_p
                 **with_roots,
             ),
         )
-        assert outside["isError"] and outside["content"][0]["text"] == f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}"
+        assert outside["isError"] and outside["content"][0]["text"] == (
+            f"Error: {texts.OUTSIDE_ALLOWED_ROOTS}; this session's roots are {tree}"
+        )
         # Nothing outlives the request: the next call is asked again, and the session has no roots.
         assert d.result("tools/call", modern(call, **with_roots))["resultType"] == "input_required"
         assert d.ctx.session.roots is None
@@ -315,7 +316,7 @@ def _capped(d: InProcessDaemon, *, legacy_version: str | None = None) -> dict[st
 def test_a_capped_result_links_its_spill_artifact(daemon: InProcessDaemon) -> None:
     capped = _capped(daemon)
     text, link = capped["content"]
-    spill = capped["_meta"]["dsh-search/result"]["spill"]
+    spill = capped["structuredContent"]["spill"]
     assert f"Full sorted result stored at: {spill['locator']}." in text["text"]  # the pointer stays
     session, artifact = spill["locator"].split("/")[-2:]
     assert link == {
@@ -423,41 +424,47 @@ def test_bad_and_out_of_reach_resource_uris_are_refused_in_each_eras_words(
     ("version", "linked"), [("2025-11-25", True), ("2025-06-18", True), ("2025-03-26", False), ("2024-11-05", False)]
 )
 def test_legacy_clients_get_a_link_only_where_their_revision_has_one(tree: Path, version: str, linked: bool) -> None:
-    with InProcessDaemon(workdir=tree, globMaxResults=3) as d:
+    with InProcessDaemon(workdir=tree, globMaxResults=3, mcpResult="full") as d:
         d.result("initialize", {"protocolVersion": version, "capabilities": {}})
         capped = _capped(d, legacy_version=version)
         assert [block["type"] for block in capped["content"]] == (["text", "resource_link"] if linked else ["text"])
         assert "resultType" not in capped
 
 
-# --- structuredContent sized for a model -----------------------------------------------------------------------------
+# --- what a model is given -------------------------------------------------------------------------------------------
 
 
-def model_sizes(result: dict[str, Any]) -> tuple[int, int, int]:
-    """The characters a model is given: the text, and structuredContent as the frameworks that prefer it
-    serialize it — compact (pydantic-ai's to_json, JavaScript's JSON.stringify) and Python's json.dumps
-    defaults (the OpenAI Agents SDK)."""
-    text = result["content"][0]["text"]
-    structured = result["structuredContent"]
-    compact = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
-    spaced = json.dumps(structured)
-    return len(text), len(compact), len(spaced)
-
-
-def test_structured_content_costs_a_model_at_most_a_tenth_more_than_the_text(tmp_path: Path) -> None:
-    """A capped grep and a capped glob over a copy of this repository's sources (a real project's names
-    and lines), at the default caps."""
+def test_a_result_is_its_text_alone_unless_the_client_keeps_structured_content(tmp_path: Path) -> None:
+    """A capped grep and glob over a copy of this repository's sources: by default the text and nothing
+    else (what every framework measured hands its model as is, tests/frameworks); to a client that
+    declares the MCP Apps extension, or with mcpResult full, each tool's outputSchema, which its
+    native result as structuredContent satisfies and the other tool's does not, and the link."""
     project = project_copy(tmp_path / "project")
+    calls = (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"}))
+    apps = {era.CLIENT_CAPABILITIES: {"extensions": {mcp.UI_EXTENSION: {}}}}
     with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off") as d:
-        measured = {}
-        for name, arguments in (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"})):
-            result = d.result("tools/call", modern({"name": name, "arguments": arguments}))
-            assert [b["type"] for b in result["content"]] == ["text", "resource_link"], f"{name} was not capped"
-            text, compact, spaced = model_sizes(result)
-            measured[name] = (compact / text, spaced / text)
-            assert compact <= 1.1 * text and spaced <= 1.1 * text, (name, text, compact, spaced)
-            jsonschema.Draft202012Validator(mcp.TEXT_RESULT).validate(result["structuredContent"])
-    print("structuredContent / text:", {k: tuple(round(v, 3) for v in r) for k, r in measured.items()})
+        assert all("outputSchema" not in tool for tool in d.result("tools/list", modern())["tools"])
+        schemas = {t["name"]: t["outputSchema"] for t in d.result("tools/list", modern(**apps))["tools"]}
+        results = {}
+        for name, arguments in calls:
+            plain = d.result("tools/call", modern({"name": name, "arguments": arguments}))
+            assert set(plain) == {"content", "isError", "resultType", "_meta"}  # _meta: the modern serverInfo
+            assert [b["type"] for b in plain["content"]] == ["text"]
+            assert "stored at:" in plain["content"][0]["text"], f"{name} was not capped"
+            results[name] = d.result("tools/call", modern({"name": name, "arguments": arguments}, **apps))
+            assert [b["type"] for b in results[name]["content"]] == ["text", "resource_link"]
+        for name, other in (("grep", "glob"), ("glob", "grep")):
+            validator = jsonschema.Draft202012Validator(schemas[name])
+            validator.validate(results[name]["structuredContent"])
+            assert not validator.is_valid(results[other]["structuredContent"]), (name, other)
+    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off", mcpResult="full") as d:
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        assert all("outputSchema" in tool for tool in d.result("tools/list")["tools"])
+    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off", mcpResult="text") as d:
+        d.result(
+            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"extensions": {mcp.UI_EXTENSION: {}}}}
+        )
+        assert all("outputSchema" not in tool for tool in d.result("tools/list")["tools"])
 
 
 # --- the read tool ---------------------------------------------------------------------------------------------------
@@ -483,12 +490,13 @@ def test_read_numbers_lines_and_pages(tree: Path) -> None:
     write(tree, "crlf.txt", "a\r\nb", 5001)
     write(tree, "empty.txt", "", 5002)
     write(tree, "wide.txt", "é" * 3000 + "\n", 5003)
-    with InProcessDaemon(workdir=tree, readTool=True) as d:
+    with InProcessDaemon(workdir=tree, readTool=True, mcpResult="full") as d:
         first = d.result("tools/call", {"name": "read", "arguments": {"path": "long.txt", "limit": 3}})
         assert first["content"][0]["text"] == (
             "     1\tline 1\n     2\tline 2\n     3\tline 3\n\n(Showing lines 1-3 of 10. Use offset 4 to read more.)"
         )
-        assert first["_meta"]["dsh-search/result"] == {
+        assert first["structuredContent"] == {
+            "text": first["content"][0]["text"],
             "path": str(tree / "long.txt"),
             "startLine": 1,
             "endLine": 3,
@@ -545,9 +553,11 @@ def test_read_refuses_what_it_cannot_show(tree: Path, tmp_path: Path) -> None:
 
 def test_read_takes_a_spill_artifact_by_path_or_link_under_any_confinement(tree: Path) -> None:
     docs = tree / "docs"
-    with InProcessDaemon(workdir=docs, readTool=True, allowedRoots=[str(docs)], globMaxResults=2) as d:
+    with InProcessDaemon(
+        workdir=docs, readTool=True, allowedRoots=[str(docs)], globMaxResults=2, mcpResult="full"
+    ) as d:
         capped = d.result("tools/call", {"name": "glob", "arguments": {"pattern": "*.md"}})
-        spill = capped["_meta"]["dsh-search/result"]["spill"]
+        spill = capped["structuredContent"]["spill"]
         assert spill is not None and not spill["locator"].startswith(str(docs) + "/")
         by_path = d.result("tools/call", {"name": "read", "arguments": {"path": spill["locator"]}})
         assert by_path["isError"] is False

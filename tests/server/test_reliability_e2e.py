@@ -253,7 +253,7 @@ def test_every_rg_child_runs_under_the_memory_bound(start: MakeDaemon, exe: Path
     d = start("--workdir", str(slow_corpus), "--rg-memory-max-bytes", str(300 << 20))
     rid = d.request("grep", {"pattern": SLOW_PATTERN})
     deadline = time.monotonic() + 10
-    while not (pids := processes_named(f"{exe}-rg")) and time.monotonic() < deadline:
+    while not (pids := d.ripgreps()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert pids, "rg never started"
 

@@ -112,14 +112,9 @@ def test_tools_call_runs_the_native_method_and_shapes_an_mcp_result(daemon: InPr
     mcp = daemon.result(
         "tools/call", {"name": "grep", "arguments": {"pattern": "needle", "cwd": "/elsewhere"}, "_meta": {"cwd": "src"}}
     )
-    # Host-only fields come from _meta; a model cannot set them through arguments. The model's part is the
-    # text; the rest of the native result is in the result's _meta.
-    assert mcp == {
-        "content": [{"type": "text", "text": native["text"]}],
-        "structuredContent": {"text": native["text"]},
-        "isError": False,
-        "_meta": {"dsh-search/result": {"meta": native["meta"], "spill": None}},
-    }
+    # Host-only fields come from _meta; a model cannot set them through arguments. The result is the text
+    # alone (mcpResult auto, a client without the MCP Apps extension).
+    assert mcp == {"content": [{"type": "text", "text": native["text"]}], "isError": False}
     failed = daemon.result("tools/call", {"name": "grep", "arguments": {"pattern": "("}})
     assert failed["isError"] is True and "structuredContent" not in failed
     assert failed["_meta"]["dsh-search/error"]["code"] == "SEARCH_INVALID_PATTERN"
@@ -301,10 +296,25 @@ def test_an_mcp_client_is_told_why_a_search_could_not_start(tree: Path) -> None:
         messages = d.drain(call)
         assert (
             messages[0]["params"]["data"]
-            == "glob: ripgrep was not started: cwd /nope is not a directory the daemon can enter"
+            == "glob: ripgrep was not started: the directory /nope does not exist where dsh-search runs"
         )
+        # The model is told which directory and why (upstream's words, for native calls, blame ripgrep).
         assert messages[1]["result"]["content"][0]["text"] == (
-            "Error: glob could not start its search command (ripgrep launch failed)"  # the model's words: upstream's
+            "Error: glob could not start its search command: the directory /nope does not exist where dsh-search runs"
+        )
+        for hostile in ("\0", "x\0y"):  # no such directory can exist: a tool error, never an internal one
+            call = {"name": "grep", "arguments": {"pattern": "x"}, "_meta": {"cwd": hostile}}
+            assert d.result("tools/call", call)["isError"] is True
+        native = d.call("glob", {"pattern": "*", "cwd": "/nope"})
+        assert native["error"]["data"] == {
+            "code": "SEARCH_FAILED",
+            "text": "Error: glob could not start its search command (ripgrep launch failed)",  # upstream's
+        }
+        plain = tree / "plain.txt"
+        plain.write_text("x")
+        call = d.request("tools/call", {"name": "grep", "arguments": {"pattern": "x"}, "_meta": {"cwd": str(plain)}})
+        assert d.drain(call)[-1]["result"]["content"][0]["text"] == (
+            f"Error: grep could not start its search command: the directory {plain} is not a directory"
         )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.locations import EXE, LAUNCH, WINDOWS
+from tests.support.processes import TAG_VARIABLE, new_tag, tagged
 
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
@@ -235,6 +236,8 @@ class Daemon(Conversation):
         argv = list(command) if command is not None else [*LAUNCH, str(exe)]
         if WINDOWS and env is not None:
             env = {**{k: v for k, v in os.environ.items() if k.startswith("WINE")}, **env}
+        self.tag = new_tag()  # in its environment and its children's: what it leaves behind is found by it
+        env = {**(os.environ if env is None else env), TAG_VARIABLE: self.tag}
         self.proc = subprocess.Popen(
             [*argv, *args, *(index_args(args) if index else [])],
             stdin=subprocess.PIPE,
@@ -258,6 +261,14 @@ class Daemon(Conversation):
     @property
     def stderr(self) -> str:
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def ripgreps(self) -> list[int]:
+        """This daemon's ripgrep processes now (running, or left behind once it has gone)."""
+        return tagged(self.tag, "-rg ")
+
+    def leftovers(self) -> list[int]:
+        """Whatever this daemon started that still runs (checked once it has gone)."""
+        return tagged(self.tag)
 
     def close_stdin(self) -> None:
         assert self.proc.stdin is not None

@@ -161,7 +161,7 @@ def match_record(path: str, line: int, text: str | None = None, **data: Any) -> 
 
 def parsed(stdout: bytes, cwd: str) -> list[tuple[str, int, str]]:
     """ripgrep --json output → its matches, (display path, line number, line without terminator)."""
-    from dsh_search.engine.grep import parse_batch
+    from dsh_search.engine.grep.json_parse import parse_batch
 
     return [
         (f.path, n, line) for f in parse_batch(stdout, cwd).files for n, line in zip(f.numbers, f.lines, strict=True)
@@ -170,7 +170,7 @@ def parsed(stdout: bytes, cwd: str) -> list[tuple[str, int, str]]:
 
 def as_files(matches: list[tuple[str, int, str]]) -> list[Any]:
     """(path, line number, line) tuples → grep's per-file values, consecutive matches of a path together."""
-    from dsh_search.engine.grep import FileMatches, raw_line
+    from dsh_search.engine.grep.json_parse import FileMatches, raw_line
 
     files: list[FileMatches] = []
     for path, number, line in matches:
@@ -182,9 +182,10 @@ def as_files(matches: list[tuple[str, int, str]]) -> list[Any]:
 
 
 def render_matches(matches: list[tuple[str, int, str]], max_line_bytes: int = 2000, **kw: Any) -> Any:
-    """grep's page for `matches` (keyword arguments as engine.grep.render's; no spill unless given), lines
+    """grep's page for `matches` (keyword arguments as engine.grep.page.render's; no spill unless given), lines
     previewed to `max_line_bytes`."""
-    from dsh_search.engine.grep import render, sections
+    from dsh_search.engine.grep.json_parse import sections
+    from dsh_search.engine.grep.page import render
 
     return render(sections(as_files(matches), max_line_bytes), **{"max_matches": 250, "spill": None, **kw})
 

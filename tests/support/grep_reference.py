@@ -13,7 +13,9 @@ import re
 
 import orjson
 
-from dsh_search.engine.grep import FileMatches, ParsedBatch, _parse_strict, line_text, preview_line
+from dsh_search.engine.grep.json_parse import FileMatches, ParsedBatch
+from dsh_search.engine.grep.json_parse import parse_strict as _parse_strict
+from dsh_search.engine.grep.page import line_text, preview_line
 from dsh_search.engine.paths import cwd_relative
 
 _MATCH_TAIL = re.compile(rb',"absolute_offset":[^\n]*')

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.locations import ROOT
-from tests.support.processes import alive, descendants, processes_named
+from tests.support.processes import TAG_VARIABLE, alive, descendants, new_tag, tagged
 
 # Lines every host prints for the shared part of the session (see examples/*/README.md).
 COMMON_LINES = [
@@ -104,9 +104,14 @@ def kill_host_mid_search(argv: Sequence[str], cwd: Path, tmpdir: Path, exe: Path
     daemon notices (stdin EOF, stdout closed), exits, and leaves no process (rg included) behind.
     Returns what the host printed."""
     sidecar = f"{exe}-rg"
-    rg_before = set(processes_named(sidecar))
+    tag = new_tag()  # in the host's environment, which its daemon and ripgrep inherit
     host = subprocess.Popen(
-        list(argv), cwd=cwd, env=host_env(tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        list(argv),
+        cwd=cwd,
+        env=host_env(tmpdir, {TAG_VARIABLE: tag}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lines: queue.Queue[str | None] = queue.Queue()
     transcript: list[str] = []
@@ -144,6 +149,7 @@ def kill_host_mid_search(argv: Sequence[str], cwd: Path, tmpdir: Path, exe: Path
             assert time.monotonic() < deadline, "no rg process appeared under the host"
             time.sleep(0.05)
         assert len(tree) >= 2, tree  # launcher, daemon (PyInstaller onefile), rg
+        assert set(rg) <= set(tagged(tag, sidecar)), "the host's rg does not carry its tag"
 
         os.kill(host.pid, signal.SIGKILL)
         host.wait(timeout=10)
@@ -153,7 +159,7 @@ def kill_host_mid_search(argv: Sequence[str], cwd: Path, tmpdir: Path, exe: Path
         while (left := [pid for pid in tree if alive(pid)]) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not left, f"still running after the host was killed: {[(p, _cmdline(p)) for p in left]}"
-        leaked_rg = set(processes_named(sidecar)) - rg_before
+        leaked_rg = set(tagged(tag, sidecar))
         assert not leaked_rg, f"rg processes left behind: {[(p, _cmdline(p)) for p in leaked_rg]}"
         # The launcher was not SIGKILLed, so it removed its extraction directory on the way out.
         err_thread.join(timeout=5)

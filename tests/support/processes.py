@@ -1,4 +1,10 @@
-"""The process table (from /proc), for checks that nothing outlives a test."""
+"""The process table (from /proc), for checks that nothing outlives a test.
+
+A check that nothing outlived a daemon looks for that daemon's own processes, never for every ripgrep on
+the machine (two test runs on one machine would fail each other): each daemon a test starts carries a
+tag of its own in its environment (`TAG_VARIABLE`, which ripgrep's scrubbed environment keeps), so its
+children are found by it (`tagged`), even once they were orphaned.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +54,36 @@ def processes_named(fragment: str, *, under: int | None = None, without: str | N
         except OSError:
             continue
         if fragment in cmd and state != b"Z" and (without is None or without not in cmd):
+            pids.append(int(entry))
+    return pids
+
+
+TAG_VARIABLE = "SEARCH_TEST_TAG"  # not a name the daemon scrubs from ripgrep's environment
+
+
+def new_tag() -> str:
+    """A tag no other process on the machine carries."""
+    return f"{os.getpid()}-{time.monotonic_ns()}-{os.urandom(4).hex()}"
+
+
+def tagged(tag: str, fragment: str = "") -> list[int]:
+    """Live (non-zombie) pids whose environment carries `tag` (and whose command line holds `fragment`)."""
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if fragment in cmd and state != b"Z":
             pids.append(int(entry))
     return pids
 

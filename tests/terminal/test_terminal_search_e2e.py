@@ -177,11 +177,18 @@ def test_tools_list_and_tools_call(daemon: Daemon, session: str) -> None:
     assert called["isError"] is False
     expected = "[offset 1] gamma beta\n[offset 2] beta\n[search: 2 of 2 matches, 4 retained lines]"
     assert called["content"] == [{"type": "text", "text": expected}]
-    assert called["structuredContent"] == {"text": called["content"][0]["text"]}
-    assert called["_meta"]["dsh-search/result"]["matches"] == [
-        {"offset": 1, "line": "gamma beta"},
-        {"offset": 2, "line": "beta"},
-    ]
+    assert set(called) == {"content", "isError"}  # the text alone (mcpResult auto)
+    apps = {"extensions": {"io.modelcontextprotocol/ui": {}}}  # a client that keeps structured content
+    modern = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": apps,
+    }
+    whole = daemon.result(
+        "tools/call",
+        {"name": "terminal_search", "arguments": {"sessionId": session, "pattern": "beta"}, "_meta": modern},
+    )
+    assert whole["structuredContent"]["text"] == expected
+    assert whole["structuredContent"]["matches"] == [{"offset": 1, "line": "gamma beta"}, {"offset": 2, "line": "beta"}]
 
     failed = daemon.result(
         "tools/call", {"name": "terminal_search", "arguments": {"sessionId": "gone", "pattern": "b"}}

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import threading
-import time
 
 from dsh_search.transport import jsonrpc, stdio
 from dsh_search.transport.requests import Response
+from tests.support.processes import wait_until
 
 
 def test_the_reader_stops_while_the_loop_is_busy() -> None:
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stalled = threading.Event()
+    blocked = threading.Event()  # the writer found the pipe full: the reader stopped reading
+    release = threading.Event()
 
     async def dispatch(call: jsonrpc.Call) -> Response | None:
         if call.method == "stall":
             stalled.set()
-            time.sleep(1.5)  # the loop itself is blocked: nothing read is taken apart meanwhile
+            release.wait(30)  # the loop itself is blocked: nothing read is taken apart meanwhile
         if call.is_notification:
             return None
         return {"jsonrpc": "2.0", "result": {}, "id": call.id}
@@ -43,18 +46,26 @@ def test_the_reader_stops_while_the_loop_is_busy() -> None:
         nonlocal written
         os.write(stdin_w, b'{"jsonrpc":"2.0","method":"stall"}\n')
         stalled.wait(5)
+        os.set_blocking(stdin_w, False)
         for _ in range(64):  # 64 MiB, far past the bound
             view = memoryview(filler)
             while view:
-                view = view[os.write(stdin_w, view) :]
+                try:
+                    view = view[os.write(stdin_w, view) :]
+                except BlockingIOError:  # full: the reader has stopped (or not caught up yet)
+                    if not release.is_set():
+                        blocked.set()
+                    select.select([], [stdin_w], [])
             written += len(filler)
         os.close(stdin_w)
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     assert stalled.wait(5)
-    time.sleep(1.0)  # the loop is still stalled: the writer got as far as the bound lets it
+    # The reader stopped at its bound, and the writer got as far as the pipe lets it, while the loop stalls.
+    assert wait_until(lambda: server._unread > stdio._MAX_UNREAD_BYTES and blocked.is_set(), 30)
     during_stall = written
+    release.set()
     writer.join(30)
     done.join(30)
     os.close(stdout_w)

@@ -15,7 +15,7 @@ from dsh_search.engine.searcher import StreamCounter
 from dsh_search.methods import mcp
 from dsh_search.methods.progress import tokens_of
 from dsh_search.methods.session import root_from_uri, roots_from_result
-from dsh_search.methods.tools import GLOB_RESULT, GREP_RESULT
+from dsh_search.methods.tools import GLOB, GLOB_RESULT, GREP, GREP_RESULT
 from dsh_search.methods.tools import TERMINAL_SEARCH as TERMINAL_SPEC
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.outgoing import ID_PREFIX, OutgoingRequests, PeerError
@@ -159,8 +159,8 @@ def test_progress_tokens() -> None:
 
 
 def test_each_result_schema_admits_its_own_shape_only() -> None:
-    """glob's result admits glob's meta, not grep's, and the other way round; MCP's outputSchema, the
-    structuredContent of every tool, is the text and nothing else."""
+    """glob's result admits glob's meta, not grep's, and the other way round; so does each tool's MCP
+    outputSchema, which is its native result's, closed."""
     paths = {"shape": "paths", "paths": ["a"], "truncated": False, "total": 1}
     matches = {"shape": "matches", "files": [{"path": "a", "matches": [{"lineNumber": 1, "line": "x"}]}]}
     matches = {**matches, "truncated": True, "total": 9}
@@ -177,27 +177,30 @@ def test_each_result_schema_admits_its_own_shape_only() -> None:
         ):
             with pytest.raises(jsonschema.ValidationError):
                 jsonschema.validate(bad, schema)
-    jsonschema.Draft202012Validator.check_schema(mcp.TEXT_RESULT)
-    jsonschema.Draft202012Validator(mcp.TEXT_RESULT).validate({"text": "t"})
-    for bad in ({"text": "a", "meta": paths}, {"code": "INVALID_ARGS", "text": "Error: x"}, {}, {"text": 1}):
+    # MCP's outputSchema (full mode): the native result's, closed — an extra key is refused as well.
+    glob_out, grep_out = mcp.output_schema(GLOB), mcp.output_schema(GREP)
+    jsonschema.Draft202012Validator.check_schema(glob_out)
+    jsonschema.Draft202012Validator(glob_out).validate({"text": "a", "meta": paths, "spill": None})
+    for bad in ({"text": "a", "meta": matches, "spill": None}, {"text": "a", "meta": paths, "spill": None, "x": 1}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.Draft202012Validator(mcp.TEXT_RESULT).validate(bad)
+            jsonschema.Draft202012Validator(glob_out).validate(bad)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(grep_out).validate({"text": "a", "meta": paths, "spill": None})
     terminal = TERMINAL_SPEC.result
     jsonschema.validate({"text": "t", "matches": [], "matchCount": 0, "totalLines": 1, "truncated": False}, terminal)
 
 
-def test_a_tool_result_is_its_text_with_the_rest_in_meta() -> None:
+def test_a_tool_result_is_its_text_alone_or_the_whole_value() -> None:
     value = {"text": "a.md", "meta": {"shape": "paths"}, "spill": None}
-    result = mcp.success_result(value)
-    assert result == {
-        "content": [{"type": "text", "text": "a.md"}],
-        "structuredContent": {"text": "a.md"},
-        "isError": False,
-        "_meta": {mcp.RESULT_KEY: {"meta": {"shape": "paths"}, "spill": None}},
-    }
-    assert {"text": result["structuredContent"]["text"], **result["_meta"][mcp.RESULT_KEY]} == value
+    assert mcp.success_result(value) == {"content": [{"type": "text", "text": "a.md"}], "isError": False}
     link = {"type": "resource_link", "uri": "dsh-search://spill/s/a", "name": "a"}
-    assert mcp.success_result(value, link)["content"][1] == link
+    assert mcp.success_result(value, link) == {"content": [{"type": "text", "text": "a.md"}], "isError": False}
+    whole = mcp.success_result(value, link, whole=True)
+    assert whole == {
+        "content": [{"type": "text", "text": "a.md"}, link],
+        "structuredContent": value,
+        "isError": False,
+    }
     failed = mcp.error_result(invalid_args("nope"))
     assert failed == {
         "content": [{"type": "text", "text": "Error: nope"}],

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.support.locations import WINDOWS, rg_process, sidecar_of
-from tests.support.processes import alive, descendants, processes_named, wait_until
+from tests.support.locations import WINDOWS, sidecar_of
+from tests.support.processes import TAG_VARIABLE, alive, descendants, new_tag, tagged, wait_until
 from tests.support.trees import SLOW_PATTERN
 
 FRAMINGS = ["ndjson", "lsp"]
@@ -26,9 +26,10 @@ def daemons(exe: Path) -> Iterator[list[Daemon]]:
     yield started
     for d in started:
         d.stop()
-    assert wait_until(lambda: not processes_named(rg_process(exe)), timeout=2.0 if WINDOWS else 0), (
-        "an rg process outlived the daemon"
-    )
+    for d in started:  # (under wine, a process that ended leaves the process table a moment later)
+        assert wait_until(lambda d=d: not d.ripgreps(), timeout=2.0 if WINDOWS else 0), (
+            "an rg process outlived the daemon"
+        )
 
 
 def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson") -> Daemon:
@@ -41,10 +42,7 @@ def spawn(daemons: list[Daemon], exe: Path, *extra: str, framing: str = "ndjson"
 
 def start_slow_grep(d: Daemon, corpus: Path, exe: Path) -> str:
     rid = d.request("grep", {"pattern": SLOW_PATTERN, "cwd": str(corpus)})
-    deadline = time.monotonic() + 10
-    while not processes_named(rg_process(exe)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert processes_named(rg_process(exe)), "rg never started"
+    assert wait_until(lambda: bool(d.ripgreps())), "rg never started"
     return str(rid)
 
 
@@ -149,23 +147,23 @@ def test_shutdown_then_exit(daemons: list[Daemon], exe: Path, tmp_path: Path) ->
 
 
 def test_host_closing_our_stdout_ends_the_daemon(exe: Path, slow_corpus: Path) -> None:
+    tag = new_tag()
     proc = subprocess.Popen(
         [str(exe), "--sample-over-cap-glob-results", "false"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, TAG_VARIABLE: tag},
     )
     assert proc.stdin is not None and proc.stdout is not None
     body = f'{{"jsonrpc":"2.0","method":"grep","params":{{"pattern":"{SLOW_PATTERN}","cwd":"{slow_corpus}"}},"id":1}}\n'
     proc.stdin.write(body.replace("\\", "\\\\").encode())
     proc.stdin.flush()
-    deadline = time.monotonic() + 10
-    while not processes_named(rg_process(exe)) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert wait_until(lambda: bool(tagged(tag, "-rg "))), "rg never started"
     proc.stdout.close()  # the host stops listening but keeps stdin open
     assert proc.wait(timeout=10) == 0
     proc.stdin.close()
-    assert not processes_named(rg_process(exe))
+    assert not tagged(tag, "-rg ")
 
 
 def test_notifications_are_never_answered(daemons: list[Daemon], exe: Path) -> None:

@@ -452,6 +452,98 @@ describe('dsh-search-client', { skip: SKIP }, () => {
     assert.equal(findExecutable(null, { PATH: `/nonexistent:${dirname(EXE)}` }), join(dirname(EXE), 'dsh-search'));
     assert.throws(() => findExecutable(undefined, { PATH: '/nonexistent' }), /DSH_SEARCH_EXE/);
   });
+
+  test('findExecutable: a bare name is looked up on PATH, never in the current directory', () => {
+    const here = mkdtempSync(join(tmpdir(), 'dsh-cwd-'));
+    const planted = join(here, 'dsh-search');
+    writeFileSync(planted, '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    const cwd = process.cwd();
+    process.chdir(here);
+    try {
+      for (const env of [{ PATH: '/nonexistent' }, { PATH: `.:${here}x:` }, { PATH: '' }]) {
+        assert.throws(() => findExecutable(undefined, env), /dsh-search not found on PATH/);
+        assert.throws(() => findExecutable('dsh-search', env), /not found on PATH/);
+        assert.throws(() => findExecutable(undefined, { ...env, DSH_SEARCH_EXE: 'dsh-search' }), /not found/);
+      }
+      assert.equal(findExecutable('./dsh-search', {}), planted); // a path with a directory: taken as given
+      assert.equal(findExecutable('dsh-search', { PATH: `/nonexistent:${here}` }), planted);
+    } finally {
+      process.chdir(cwd);
+      rmSync(here, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('launchers', () => {
+  test('the daemon argv goes after the launcher, quoted for the remote shell behind ssh only', () => {
+    const args = ['--workdir=/a b', "it's", '$HOME', 'two\nlines', '-x', ''];
+    assert.deepEqual(lib.launchCommand(null, 'auto', 'dsh-search', args), ['dsh-search', ...args]);
+    const docker = ['docker', 'exec', '-i', 'ctr'];
+    assert.deepEqual(lib.launchCommand(docker, 'auto', 'dsh-search', args), [...docker, 'dsh-search', ...args]);
+    const quoted = "'dsh-search' '--workdir=/a b' 'it'\\''s' '$HOME' 'two\nlines' '-x' ''";
+    for (const ssh of [['ssh', '-T', 'host'], ['/usr/bin/ssh', 'host'], ['C:\\ssh\\SSH.EXE', 'host']]) {
+      assert.deepEqual(lib.launchCommand(ssh, 'auto', 'dsh-search', args), [...ssh, quoted]);
+    }
+    assert.deepEqual(lib.launchCommand(docker, 'shell', 'dsh-search', args), [...docker, quoted]);
+    assert.deepEqual(lib.launchCommand(['ssh', 'h'], 'none', 'x', ['a b']), ['ssh', 'h', 'x', 'a b']);
+  });
+
+  test('quoted arguments reach the program intact through a shell', async () => {
+    // A stand-in for ssh: like sshd, it joins the command's words with spaces and hands them to sh -c.
+    const bin = mkdtempSync(join(tmpdir(), 'dsh-launcher-'));
+    writeFileSync(join(bin, 'ssh'), '#!/bin/sh\nshift\nexec sh -c "$*"\n', { mode: 0o755 });
+    const args = ["a b", "it's", '"dq"', '$HOME `id` $(id)', 'two\nlines', '-x', '--y=-z', '', 'back\\slash', '*', 'é'];
+    const argv = lib.launchCommand([join(bin, 'ssh'), 'host'], 'auto', 'printf', ['%s\\0', ...args]);
+    const out = await new Promise((done, fail) => {
+      const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+      const chunks = [];
+      child.stdout.on('data', (c) => chunks.push(c));
+      child.on('error', fail);
+      child.on('close', () => done(Buffer.concat(chunks).toString()));
+    });
+    rmSync(bin, { recursive: true, force: true });
+    assert.deepEqual(out.split('\0').slice(0, -1), args);
+  });
+
+  test('installRemote fills an empty cache, reuses a full one, and reports a cut transfer', async () => {
+    // The installer runs through a local launcher (env sets the cache); a fake build stands in for the daemon.
+    const root = mkdtempSync(join(tmpdir(), 'dsh-install-'));
+    const build = join(root, 'build');
+    mkdirSync(build);
+    writeFileSync(join(build, 'dsh-search'), '#!/bin/sh\necho "dsh-search 0.0 (fake)"\n', { mode: 0o755 });
+    writeFileSync(join(build, 'dsh-search-rg'), Buffer.alloc(300_000, 7), { mode: 0o755 });
+    const cache = join(root, 'cache');
+    const launcher = ['env', `XDG_CACHE_HOME=${cache}`];
+    try {
+      const path = await lib.installRemote({ launcher, build });
+      assert.match(path, new RegExp(`^${cache}/dsh-search/builds/[0-9a-f]{64}/dsh-search$`));
+      assert.equal(await lib.installRemote({ launcher, build }), path);
+      const cut = join(root, 'cut');
+      writeFileSync(cut, '#!/bin/sh\nhead -c 1000 | "$@"\n', { mode: 0o755 });
+      rmSync(join(cache, 'dsh-search', 'builds'), { recursive: true });
+      await assert.rejects(lib.installRemote({ launcher: [cut, ...launcher], build }), (err) => {
+        assert.ok(err instanceof lib.InstallError, err);
+        assert.match(err.message, /^the transfer was cut short: 1000 of \d+ bytes arrived$/);
+        return true;
+      });
+      await assert.rejects(lib.installRemote({ launcher: ['sh', '-c', 'exit 255'], build }), {
+        name: 'InstallError',
+        exitCode: 255,
+      });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  test('launcher options are checked when the client is made', () => {
+    const base = { sampleOverCapGlobResults: true };
+    assert.throws(() => new Client({ ...base, launcher: 'ssh host' }), /launcher must be a non-empty array of strings/);
+    assert.throws(() => new Client({ ...base, launcher: [] }), /launcher must be/);
+    assert.throws(() => new Client({ ...base, launcher: ['ssh'], launcherQuote: 'bash' }), /launcherQuote must be/);
+    assert.throws(() => new Client({ ...base, launcher: ['ssh'], remote: 'yes' }), /remote must be true or false/);
+    assert.throws(() => new Client({ ...base, install: '/build' }), /install needs a launcher/);
+    assert.throws(() => new Client({ ...base, launcher: ['ssh'], install: '/b', executable: '/x' }), /not both/);
+  });
 });
 
 describe('notifications and requests from the daemon', () => {

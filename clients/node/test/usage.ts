@@ -5,9 +5,12 @@ import {
   ClosedError,
   REQUEST_CANCELLED,
   ERROR_KINDS,
+  InstallError,
   RequestError,
   cancelReply,
   findExecutable,
+  installRemote,
+  launchCommand,
   type GrepResult,
   type Progress,
   type SpillPage,
@@ -54,4 +57,25 @@ export async function usage(): Promise<void> {
     const status = await client.close({ cancel: true });
     console.log(status?.code, status?.signal);
   }
+}
+
+// The README's remote use: a launcher, the build installed through it.
+export async function remote(): Promise<void> {
+  const launcher = ['ssh', '-T', '-o', 'BatchMode=yes', 'dev@build-box'];
+  try {
+    const path: string = await installRemote({ launcher, build: '/path/to/dist', signal: AbortSignal.timeout(60_000) });
+    console.log(path, launchCommand(launcher, 'auto', path, ['--version']));
+  } catch (err) {
+    if (err instanceof InstallError) console.log(err.message, err.exitCode, err.stderr);
+    else throw err;
+  }
+  const client = await Client.start({
+    launcher: ['docker', 'exec', '-i', 'devcontainer'],
+    launcherQuote: 'none',
+    remote: true,
+    install: '/path/to/dist',
+    sampleOverCapGlobResults: true,
+    workdir: '/workspaces/repo',
+  });
+  await client.close();
 }

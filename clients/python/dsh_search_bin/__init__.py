@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         TerminalSearchResult,
         cancel_reply,
     )
+    from .remote import InstallError, install_remote
 
 __all__ = [
     "ERROR_KINDS",
@@ -64,6 +65,7 @@ __all__ = [
     "GrepMeta",
     "GrepResult",
     "InitializeResult",
+    "InstallError",
     "NotificationHandler",
     "Progress",
     "ProgressHandler",
@@ -77,11 +79,13 @@ __all__ = [
     "__version__",
     "cancel_reply",
     "executable_path",
+    "install_remote",
     "sidecar_path",
 ]
 
 __version__ = "0.0.0.dev0"  # replaced with the project version by packaging/build_wheel.py
 
+_REMOTE = frozenset(("InstallError", "install_remote"))  # from .remote, the rest from .client
 _BIN = Path(__file__).resolve().parent / "bin"
 _EXECUTABLE = "dsh-search.exe" if os.name == "nt" else "dsh-search"
 _HINT = (
@@ -125,7 +129,7 @@ def __getattr__(name: str) -> Any:
     if name in __all__:
         if sys.version_info < (3, 11):  # noqa: UP036 (the wheel itself installs on Python 3.8+)
             raise ImportError(f"dsh_search_bin.{name} needs Python 3.11 or newer (this is {sys.version.split()[0]})")
-        from . import client
+        from . import client, remote
 
-        return getattr(client, name)
+        return getattr(remote if name in _REMOTE else client, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -102,6 +102,15 @@ _EXIT_HINTS = {
     127: "the launcher could not run what it unpacked into $TMPDIR (a noexec mount?)",
 }
 
+# Through a launcher the status is the channel's: the far side's daemon's, or the launcher's own failure.
+_LAUNCHER_EXIT_HINTS = {
+    **_EXIT_HINTS,
+    126: "the far side found the executable but could not run it",
+    127: "the far side found no such executable (is it on the PATH a non-interactive session gets?), or "
+    "its launcher could not run what it unpacked into $TMPDIR",
+    255: "the launcher could not reach the far side (ssh's own failures exit 255)",
+}
+
 NotificationHandler = Callable[[str, Any], Awaitable[None] | None]
 """Called with (method, params) for every notification the daemon sends (progress, log messages,
 `notifications/tools/list_changed`, …). It may be a coroutine function; exceptions are logged."""
@@ -324,9 +333,19 @@ class Client:
     `await client.start()` and `await client.close()` yourself. Calls may be made concurrently from
     several tasks; answers are matched by id.
 
-    executable: the daemon; default `dsh_search_bin.executable_path()` (the wheel's own).
+    executable: the daemon; default `dsh_search_bin.executable_path()` (the wheel's own). With a launcher, its
+        path (or a name found on the PATH) on the far side, default `dsh-search`; nothing checks it here.
     sample_over_cap_glob_results: required by the daemon (an explicit choice of how an over-cap glob is
         ordered); pass None only if `args` or a `--config` file sets it.
+    launcher: a command prefix, as an argv list (never a shell string), that starts the daemon on the far side
+        of a channel: `["ssh", "-T", "-o", "BatchMode=yes", "user@host"]`, `["docker", "exec", "-i", "ctr"]`,
+        `["kubectl", "exec", "-i", "pod", "--"]`, `["podman", "exec", "-i", "ctr"]`, `["wsl.exe", "--exec"]`.
+    launcher_quote: "auto" (default: quote the daemon's argv for the remote shell when the launcher is ssh),
+        "shell" (always), "none" (never): see `dsh_search_bin.remote.LauncherQuote`.
+    remote: pass `--remote true` (the daemon's paths are not the host's); default: when there is a launcher.
+    install: with a launcher, first put a build on the far side through it (its per-user cache, checked by
+        sha256, reused when present) and run that: True for the wheel's own build, or a directory holding
+        `dsh-search` and `dsh-search-rg` built for the far side's platform (`remote.install_remote`).
     workdir, spill_dir: `--workdir` (the default `cwd` of searches) and `--spill-dir`.
     args: further command-line flags (`--timeout-ms`, `--config FILE`, …).
     env: the daemon's whole environment (default: this process's).
@@ -348,6 +367,10 @@ class Client:
         executable: str | os.PathLike[str] | None = None,
         *,
         sample_over_cap_glob_results: bool | None,
+        launcher: Sequence[str] | None = None,
+        launcher_quote: Literal["auto", "shell", "none"] = "auto",
+        remote: bool | None = None,
+        install: bool | str | os.PathLike[str] | None = None,
         workdir: str | os.PathLike[str] | None = None,
         spill_dir: str | os.PathLike[str] | None = None,
         args: Sequence[str] = (),
@@ -363,6 +386,18 @@ class Client:
         cancel_on_close: bool = False,
     ) -> None:
         _check_path("executable", executable)
+        from .remote import check_launcher
+
+        check_launcher(launcher, launcher_quote)
+        if remote is not None and not isinstance(remote, bool):
+            raise _type_error("remote", "True, False or None", remote)
+        if install is not None and not isinstance(install, bool):
+            _check_path("install", install)
+        if install not in (None, False):
+            if launcher is None:
+                raise ValueError("install needs a launcher: it puts the build on the far side of the launcher")
+            if executable is not None:
+                raise ValueError("pass executable or install, not both: install runs the build it installed")
         if sample_over_cap_glob_results is not None and not isinstance(sample_over_cap_glob_results, bool):
             raise _type_error("sample_over_cap_glob_results", "True, False or None", sample_over_cap_glob_results)
         _check_path("workdir", workdir)
@@ -395,13 +430,18 @@ class Client:
             if not (math.isfinite(seconds) and seconds >= 0):
                 raise ValueError(f"{name} must be a finite number of seconds, 0 or more, not {seconds!r}")
         self._executable = executable
+        self._launcher = list(launcher) if launcher is not None else None
+        self._launcher_quote = launcher_quote
+        self._install = None if install is None or install is False else install
         argv: list[str] = ["--framing", "ndjson"]
         if sample_over_cap_glob_results is not None:
             argv += ["--sample-over-cap-glob-results", "true" if sample_over_cap_glob_results else "false"]
         if workdir is not None:
-            argv += ["--workdir", os.fspath(workdir)]
+            argv.append(f"--workdir={os.fspath(workdir)}")  # one argument: a directory may start with "-"
         if spill_dir is not None:
-            argv += ["--spill-dir", os.fspath(spill_dir)]
+            argv.append(f"--spill-dir={os.fspath(spill_dir)}")
+        if remote if remote is not None else launcher is not None:
+            argv += ["--remote", "true"]
         self._args = [*argv, *args]
         self._env = dict(env) if env is not None else None
         self._stderr_mode = stderr
@@ -450,18 +490,29 @@ class Client:
         """
         if self._proc is not None:
             raise RuntimeError("this Client was already started")
-        if self._executable is None:
+        from . import remote
+
+        if self._install is not None:
+            assert self._launcher is not None
+            build = None if self._install is True else self._install
+            executable: str | os.PathLike[str] = await remote.install_remote(
+                self._launcher, build, launcher_quote=self._launcher_quote, env=self._env
+            )
+        elif self._launcher is not None:
+            executable = self._executable if self._executable is not None else "dsh-search"  # the far side's
+        elif self._executable is None:
             from . import executable_path
 
             executable = executable_path()
         else:
             executable = Path(self._executable)
+        argv = remote.command(self._launcher, self._launcher_quote, os.fspath(executable), self._args)
         stderr = {"inherit": None, "capture": subprocess.PIPE, "discard": subprocess.DEVNULL}[self._stderr_mode]
         # The pipes are created close-on-exec (Python's default), so no other child of this process holds a
-        # copy: when this process dies, the daemon sees EOF on stdin and a closed stdout, and exits.
+        # copy: when this process dies, the daemon (or the launcher) sees EOF on stdin and a closed stdout,
+        # and exits.
         self._proc = await asyncio.create_subprocess_exec(
-            os.fspath(executable),
-            *self._args,
+            *argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -478,7 +529,7 @@ class Client:
                 returncode = await self._wait_exit(self.exit_wait)
                 await self.close()
                 status = "still running" if returncode is None else f"exited with status {returncode}"
-                hint = _EXIT_HINTS.get(returncode or 0)
+                hint = (_LAUNCHER_EXIT_HINTS if self._launcher else _EXIT_HINTS).get(returncode or 0)
                 message = f"dsh-search {status} before answering initialize" + (f" ({hint})" if hint else "")
                 tail = self.stderr_tail
                 raise StartupError(message + (f": {tail.strip()}" if tail.strip() else ""), returncode, tail) from None
@@ -499,7 +550,8 @@ class Client:
 
     @property
     def pid(self) -> int | None:
-        """The daemon's process id (of the PyInstaller onefile launcher), once started."""
+        """The daemon's process id (of the PyInstaller onefile launcher), once started; with a `launcher`, the
+        launcher's (ssh's, docker's, …): a signal to it ends the channel, and so the daemon."""
         return self._proc.pid if self._proc is not None else None
 
     @property

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Generic, TypeVar
 
-from dsh_search.engine import rgstd
 from dsh_search.engine.jscompat import utf8_growth
 
 T = TypeVar("T")
@@ -168,36 +167,3 @@ class Batches(Generic[T]):
                 raise failure.cause
             out.append(future.result())
         return out
-
-
-class BlockBatches(Batches[T]):
-    """ripgrep's standard output (engine/rgstd.py) in batches of whole blocks, each parsed on its own: a
-    block too long for one batch goes on in the next, which then starts with `rgstd.CONTINUED` and the
-    block's header. The statistics that end the stream are kept apart (`stats`), once it has ended."""
-
-    def __init__(
-        self, work: Callable[[bytes], T], pool: Executor, *, min_bytes: int = 1 << 16, max_bytes: int = 1 << 17
-    ) -> None:
-        super().__init__(b"\n", work, pool, growth=lambda _: 0, min_bytes=min_bytes, max_bytes=max_bytes)
-        self._open: bytes | None = None  # the header of the block the next batch continues
-        self.stats: rgstd.Stats | None = None
-
-    def _next(self, buf: bytearray, start: int) -> tuple[bytes, int] | None:
-        inside = self._open is not None
-        found = rgstd.cut(buf, start, start + self._max, inside=inside) or rgstd.cut(
-            buf, start, len(buf), inside=inside
-        )
-        if found is None:
-            return None
-        end, resume, continues = found
-        prefix = b"" if self._open is None else rgstd.CONTINUED + self._open
-        self._open = rgstd.header_before(buf, start, end, self._open) if continues else None
-        if continues and self._open is None:  # not ripgrep's blocks: the parse says so, in order
-            self._open = b""
-        return prefix + bytes(buf[start:end]), resume
-
-    def _rest(self, rest: bytes) -> bytes:
-        if not rest:  # flushed again
-            return rest
-        blocks, self.stats = rgstd.split_stats(rest)
-        return blocks if self._open is None or not blocks else rgstd.CONTINUED + self._open + blocks

@@ -1,8 +1,9 @@
 """The `glob` tool: find files by glob pattern, oldest first by modification time
 (docs/behaviour.md, "Glob").
 
-validated args → argv → rg --files (parallel, NUL-separated) → stat + sort by (mtime, path) → display
-paths → the page with its footer + meta + the complete list handed to the spill store.
+a `GlobQuery` (engine/request.py, checked at the method face) → argv → rg --files (parallel,
+NUL-separated) → stat + sort by (mtime, path) → display paths → the page with its footer + meta + the
+complete list handed to the spill store.
 
 Upstream sorts with `--sort=modified`, which makes ripgrep walk single-threaded and leaves ties in
 directory order. We let ripgrep list in parallel with `--null` (a newline in a file name stays one
@@ -19,10 +20,11 @@ from typing import NamedTuple
 
 from dsh_search import osdep, texts
 from dsh_search.engine.batches import Batches
-from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError, invalid_args
-from dsh_search.engine.jscompat import js_trim, utf8_growth
+from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
+from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import DenyCheck, DenyGlobs, cwd_relative, decode
 from dsh_search.engine.presentation import glob_meta
+from dsh_search.engine.request import GlobQuery
 from dsh_search.engine.run import (
     RgResult,
     SearchResult,
@@ -44,30 +46,16 @@ VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 PATH_END = b"\0"
 
 
-class GlobArgs(NamedTuple):
-    pattern: str
-    path: str | None = None  # the search root, as the caller wrote it
-    cwd: str | None = None  # the session's directory (host only); None: the scope's home
-    session_id: str = "default"  # the spill session of the complete result
-
-
-def build_argv(pattern: str, path: str | None, deny: DenyGlobs, walk_threads: int) -> list[str]:
+def build_argv(query: GlobQuery, deny: DenyGlobs, walk_threads: int) -> list[str]:
     """Upstream's argv (after `--no-config`), with `--null` in place of `--sort=modified`, and a thread
-    count that leaves one CPU to the stat worker."""
-    argv = ["--files", f"--glob={pattern}", "--null", "--no-ignore", "--hidden", f"--threads={walk_threads}"]
+    count that leaves one CPU to the stat worker: the one place glob's ripgrep flags are spelled."""
+    argv = ["--files", f"--glob={query.pattern}", "--null", "--no-ignore", "--hidden", f"--threads={walk_threads}"]
     for name in VCS_DIRS:
         argv += [f"--glob=!**/{name}", f"--glob=!**/{name}/**"]
     argv += deny.rg_args()
-    if path is not None:
-        argv += ["--", path]
+    if query.path is not None:
+        argv += ["--", query.path]
     return argv
-
-
-def validate(args: GlobArgs) -> None:
-    if not js_trim(args.pattern):
-        raise invalid_args(texts.PATTERN_EMPTY)
-    if args.path is not None and not js_trim(args.path):
-        raise invalid_args(texts.PATH_EMPTY)
 
 
 class StatBatch(NamedTuple):
@@ -152,9 +140,9 @@ def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill
     return Page("\n".join(shown) + "\n\n" + footer, shown, True)
 
 
-async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
+async def _list(searcher: Searcher, query: GlobQuery, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
     if searcher.source is not None:
-        listing = await searcher.source.glob(where.cwd, where.path, pattern, searcher.deny_globs)
+        listing = await searcher.source.glob(where.cwd, query, searcher.deny_globs)
         if listing is not None:
             return _listed(searcher, listing, where, tally)
         if tally is not None:
@@ -170,7 +158,7 @@ async def _list(searcher: Searcher, pattern: str, where: Where, tally: Tally | N
         min_bytes=1 << 14,
     )
     sink = batches.feed if tally is None else tally.counting(batches.feed, PATH_END)
-    argv = build_argv(pattern, where.path, searcher.deny_globs, searcher.walk_threads)
+    argv = build_argv(query, searcher.deny_globs, searcher.walk_threads)
     started = time.monotonic()
     try:
         result = await run_rg(
@@ -208,17 +196,16 @@ def _listed(searcher: Searcher, listing: GlobFiles, where: Where, tally: Tally |
     return shown(listing.paths, where.cwd, where.deny), result
 
 
-async def glob(searcher: Searcher, args: GlobArgs, scope: Scope, tally: Tally | None = None) -> SearchResult:
-    """Files matching `args.pattern`, oldest first: the page, its meta, and the complete list saved when
-    it is over globMaxResults."""
-    validate(args)
-    where = locate(searcher, scope, args.cwd, args.path)
+async def glob(searcher: Searcher, query: GlobQuery, scope: Scope, tally: Tally | None = None) -> SearchResult:
+    """Files matching the query's pattern, oldest first: the page, its meta, and the complete list saved
+    when it is over globMaxResults. `query` was checked at the method face (request.check_glob)."""
+    where = locate(searcher, scope, query.cwd, query.path)
     config = searcher.config
-    paths, result = await bounded(config, TOOL, _list(searcher, args.pattern, where, tally))
-    root = "." if args.path is None else cwd_relative(args.path, where.cwd)
+    paths, result = await bounded(config, TOOL, _list(searcher, query, where, tally))
+    root = "." if query.path is None else cwd_relative(query.path, where.cwd)
     spill = None
     if len(paths) > config.glob_max_results:
-        spill = await save(searcher.spill, args.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))
+        spill = await save(searcher.spill, query.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))
     page = render(
         paths,
         root=root,

@@ -2,7 +2,9 @@
 of glob and grep").
 
 grep: `{"shape":"matches","files":[{"path","matches":[{"lineNumber","line"}]}],"truncated","total"}`;
-glob: `{"shape":"paths","paths":[…],"truncated","total"}`. While the compact JSON is larger than the cap,
+glob: `{"shape":"paths","paths":[…],"truncated","total"}`. The extended grep's listings are paths too (a
+card that lists files reads them): outputMode files as glob's, outputMode count with `counts` (each
+path's, in the same order) and `matches` (their sum) beside them. While the compact JSON is larger than the cap,
 trailing files (or paths) are dropped, never below one, and `truncated` becomes true; `total` stays.
 Sizes are computed per item once, so bounding is linear, not a re-serialisation per drop.
 `view_from_meta` is upstream's read-back check, which hosts can use to decide between a search card
@@ -47,6 +49,15 @@ def grep_meta(page: list[tuple[str, int, str]], truncated: bool, total: int, cap
 
 def glob_meta(page: list[str], truncated: bool, total: int, cap: int) -> dict[str, Any]:
     return _bounded("paths", "paths", list(page), truncated, total, cap)
+
+
+def count_meta(
+    page: list[str], counts: list[int], truncated: bool, total: int, matches: int, cap: int
+) -> dict[str, Any]:
+    """A count listing's page: the paths as glob's meta has them, each one's count beside it."""
+    width = len(orjson.dumps({"counts": counts, "matches": matches})) + 2  # the two keys, and their commas
+    meta = _bounded("paths", "paths", list(page), truncated, total, max(0, cap - width))
+    return {**meta, "counts": counts[: len(meta["paths"])], "matches": matches}
 
 
 def view_from_meta(meta: Any) -> dict[str, Any] | None:

@@ -112,7 +112,7 @@ def _lines(f: Any, offset: int, limit: int, max_line_bytes: int) -> tuple[list[s
     final newline ends the last line (it does not start an empty one), as `cat -n` and `wc -l` count;
     a last line without one is a line all the same."""
     # Imported here: grep's module is not loaded before the first search (a cold start's imports).
-    from dsh_search.engine.grep import preview_line
+    from dsh_search.engine.grep.page import preview_line
 
     shown: list[str] = []
     count = 0

@@ -228,7 +228,7 @@ class Child:
 
     # -- signalling (any thread) --------------------------------------------------------------------
 
-    def _ask_to_end(self) -> None:
+    def ask_to_end(self) -> None:
         """SIGTERM the tree (Windows: end it)."""
         with self._lock:
             if not self._reaped:
@@ -242,7 +242,7 @@ class Child:
 
     def terminate(self) -> None:
         """SIGTERM the tree now and SIGKILL it after the grace (event-loop thread)."""
-        self._ask_to_end()
+        self.ask_to_end()
         if self._kill_timer is None:
             self._kill_timer = self._loop.call_later(self._limits.grace_s, self.kill)
 
@@ -285,77 +285,7 @@ class Child:
             self.done.set_result(outcome)
 
     def _pump(self) -> _Collected:
-        started = time.monotonic()
-        limits = self._limits
-        chunks: list[bytes] = []
-        size = 0
-        overflow = False
-        err_tail = bytearray()
-        err_lossy = False
-        tally = StderrTally()
-        kill_at: float | None = None  # overflow: SIGKILL if still running by then
-        exited_at: float | None = None  # the child exited while a pipe is still open
-
-        in_fd, self._in_fd = self._in_fd, None  # the streams own it from here
-        streams = osdep.ChildStreams(self._proc, self._out_fd, self._err_fd, in_fd, self._stdin_data)
-        try:
-            open_pipes = 2
-            while open_pipes:
-                now = time.monotonic()
-                deadlines = [t for t in (kill_at, exited_at) if t is not None]
-                timeout = max(0.0, min(deadlines) - now) if deadlines else None
-                for what, chunk in streams.wait(timeout):
-                    if what == "out":
-                        if not chunk:
-                            open_pipes -= 1
-                        elif not overflow:
-                            size += len(chunk)
-                            if len(chunk) < _COALESCE_BELOW:  # let more of the output gather: one wake-up, not dozens
-                                pause = min(_COALESCE_MAX_S, (time.monotonic() - started) * _COALESCE_SHARE)
-                                if pause >= _COALESCE_MIN_S:
-                                    time.sleep(pause)
-                            if size > limits.stdout_cap:
-                                overflow = True
-                                chunks.clear()
-                                self._ask_to_end()
-                                kill_at = time.monotonic() + limits.grace_s
-                                if self._on_overflow is not None:
-                                    try:  # whoever works on the output can stop now: it has no taker
-                                        self._on_overflow()
-                                    except Exception as exc:
-                                        self.error = exc
-                            elif self._sink is not None and self.error is None:
-                                try:
-                                    self._sink(chunk)
-                                except Exception as exc:  # report it, and stop rg: its output has no taker
-                                    self.error = exc
-                                    self._ask_to_end()
-                                    kill_at = time.monotonic() + limits.grace_s
-                            elif self._sink is None:
-                                chunks.append(chunk)
-                    elif what == "err":
-                        if not chunk:
-                            open_pipes -= 1
-                            continue
-                        tally.feed(chunk)
-                        err_tail += chunk
-                        if len(err_tail) > limits.stderr_cap:
-                            del err_tail[: len(err_tail) - limits.stderr_cap]
-                            err_lossy = True
-                    else:  # the child exited; its pipes should close right after
-                        exited_at = time.monotonic() + limits.grace_s
-                now = time.monotonic()
-                if kill_at is not None and now >= kill_at:
-                    self.kill()
-                    kill_at = None
-                if exited_at is not None and now >= exited_at:
-                    break  # a descendant holds a pipe open: it must not hang the call
-            if open_pipes:
-                self.kill()  # the leader is an unreaped zombie: the group id is still ours
-        finally:
-            streams.close()
-        tally.finish()
-        return _Collected(b"".join(chunks), size, overflow, bytes(err_tail), err_lossy, tally)
+        return _Pump(self).run()
 
     def _reap(self) -> int:
         """Wait for the child's exit and reap it; signals stop reaching the group from then on."""
@@ -366,6 +296,116 @@ class Child:
                     self._reaped = True
                     return code
             osdep.wait_exit(self._proc)  # wait for the exit without reaping, outside the lock
+
+
+class _Pump:
+    """The owning thread's loop over a child's pipes: wait for the next event or deadline, hand it to its
+    handler — stdout (`_out`: the cap, the sink, the coalescing of small reads), stderr (`_err`: the
+    tally of error reports, the tail), the exit (`_exited`: a pidfd on Linux, a thread on Windows) — and
+    stop when both output pipes are closed, or when a descendant keeps one open past the grace after the
+    exit (it must not hang the call). The events come from `osdep.ChildStreams`, which also feeds stdin
+    (a selector on POSIX, a thread per pipe on Windows)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+        self.limits = child._limits
+        self.started = time.monotonic()
+        self.chunks: list[bytes] = []  # stdout, when no sink takes it
+        self.size = 0
+        self.overflow = False
+        self.err_tail = bytearray()
+        self.err_lossy = False
+        self.tally = StderrTally()
+        self.kill_at: float | None = None  # overflow: SIGKILL if still running by then
+        self.exited_at: float | None = None  # the child exited while a pipe is still open
+        self.open_pipes = 2
+
+    def run(self) -> _Collected:
+        child = self.child
+        in_fd, child._in_fd = child._in_fd, None  # the streams own it from here
+        streams = osdep.ChildStreams(child._proc, child._out_fd, child._err_fd, in_fd, child._stdin_data)
+        handlers = {"out": self._out, "err": self._err, "exit": self._exited}
+        try:
+            while self.open_pipes:
+                for what, chunk in streams.wait(self._timeout()):
+                    handlers[what](chunk)
+                if self._past_deadlines():
+                    break  # a descendant holds a pipe open: it must not hang the call
+            if self.open_pipes:
+                child.kill()  # the leader is an unreaped zombie: the group id is still ours
+        finally:
+            streams.close()
+        self.tally.finish()
+        return _Collected(
+            b"".join(self.chunks), self.size, self.overflow, bytes(self.err_tail), self.err_lossy, self.tally
+        )
+
+    def _timeout(self) -> float | None:
+        deadlines = [t for t in (self.kill_at, self.exited_at) if t is not None]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def _past_deadlines(self) -> bool:
+        """SIGKILL a group that outlived its overflow's grace; True once the exit's grace has passed."""
+        now = time.monotonic()
+        if self.kill_at is not None and now >= self.kill_at:
+            self.child.kill()
+            self.kill_at = None
+        return self.exited_at is not None and now >= self.exited_at
+
+    def _stop(self) -> None:
+        """SIGTERM now, SIGKILL after the grace."""
+        self.child.ask_to_end()
+        self.kill_at = time.monotonic() + self.limits.grace_s
+
+    def _out(self, chunk: bytes) -> None:
+        if not chunk:
+            self.open_pipes -= 1
+            return
+        if self.overflow:
+            return  # read and dropped: the group is being stopped
+        self.size += len(chunk)
+        if len(chunk) < _COALESCE_BELOW:  # let more of the output gather: one wake-up, not dozens
+            pause = min(_COALESCE_MAX_S, (time.monotonic() - self.started) * _COALESCE_SHARE)
+            if pause >= _COALESCE_MIN_S:
+                time.sleep(pause)
+        if self.size > self.limits.stdout_cap:
+            self._overflowed()
+        elif self.child._sink is None:
+            self.chunks.append(chunk)
+        elif self.child.error is None:
+            try:
+                self.child._sink(chunk)
+            except Exception as exc:  # report it, and stop rg: its output has no taker
+                self.child.error = exc
+                self._stop()
+
+    def _overflowed(self) -> None:
+        """stdout passed the cap: nothing of it is kept, the group is stopped, whoever works on the output
+        is told (it has no taker now)."""
+        self.overflow = True
+        self.chunks.clear()
+        self._stop()
+        on_overflow = self.child._on_overflow
+        if on_overflow is not None:
+            try:
+                on_overflow()
+            except Exception as exc:
+                self.child.error = exc
+
+    def _err(self, chunk: bytes) -> None:
+        if not chunk:
+            self.open_pipes -= 1
+            return
+        self.tally.feed(chunk)
+        self.err_tail += chunk
+        cap = self.limits.stderr_cap
+        if len(self.err_tail) > cap:
+            del self.err_tail[: len(self.err_tail) - cap]
+            self.err_lossy = True
+
+    def _exited(self, _: bytes) -> None:
+        """The child exited; its pipes should close right after."""
+        self.exited_at = time.monotonic() + self.limits.grace_s
 
 
 def spawn(

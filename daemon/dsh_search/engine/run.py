@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import signal
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, NoReturn, TypeVar
 
@@ -60,10 +62,31 @@ def preflight(tool: str, where: Where) -> bool:
     if where.named is not None and not same_directory(where.named, where.cwd):
         # The name leads nowhere the kernel can go (missing, not a directory, a component it may not
         # search), or it changed under us: rg would not start there either.
+        if where.explain:  # a model's call through MCP: its text names the directory and what is wrong
+            reason = unenterable(where.named)
+            log.warning("%s: ripgrep was not started: the directory %s %s", tool, where.named, reason)
+            raise ToolError(failures.SEARCH_FAILED, texts.cannot_enter(tool, where.named, reason))
         _could_not_start(tool, f"cwd {where.named} is not a directory the daemon can enter")
     # A denied file named directly (or through a symlink), or a denied directory: it does not exist as
     # far as searches go, so rg is not even started on it.
     return where.deny is not None and where.deny.root_denied()
+
+
+def unenterable(directory: str) -> str:
+    """Why a directory cannot be a search's cwd, as the end of a sentence that names it."""
+    try:
+        info = os.stat(directory)
+    except FileNotFoundError:
+        return "does not exist where dsh-search runs"
+    except PermissionError:
+        return "cannot be reached: permission denied"
+    except (OSError, ValueError) as exc:
+        return f"cannot be reached: {getattr(exc, 'strerror', None) or exc}"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if not os.access(directory, os.X_OK):
+        return "cannot be entered: permission denied"
+    return "changed while the search started"
 
 
 def _could_not_start(tool: str, cause: object) -> NoReturn:

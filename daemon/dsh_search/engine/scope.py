@@ -21,6 +21,10 @@ class Scope(NamedTuple):
     workspace: str  # the default cwd, and what a relative cwd joins
     confinements: tuple[tuple[str, ...], ...] = ()  # real root sets; a search must lie inside one of each
     workspace_is_fallback: bool = False  # it is only the daemon's own directory, `/`: refuse implicit searches
+    # A model's call through MCP (tools/call): the real roots the client shared (or the workspace), which
+    # its cwd and path must lie in as well — a refusal names them — with a cwd the host passed itself
+    # added; and a directory that cannot be entered is named in the model's error. Empty: neither.
+    shared: tuple[str, ...] = ()
 
 
 class Where(NamedTuple):
@@ -28,6 +32,7 @@ class Where(NamedTuple):
     path: str | None  # the search root as the caller wrote it
     named: str | None = None  # the directory as the host named it, when it must be checked against cwd
     deny: DenyCheck | None = None  # denyGlobs for this search's results, when configured
+    explain: bool = False  # a cwd that cannot be entered is named in the error (run.preflight)
 
 
 def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) -> Where:
@@ -36,6 +41,9 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
     rg runs in the directory the host named, as the kernel resolves that name: with `w/x/link/..` and
     `link -> ../a/b`, that is `w/a`, not the `w/x` a lexical normalisation gives. Display paths are
     relative to the same directory and confinement looks at its real path, so all three agree.
+
+    A model's call through MCP is also confined to what its session shares (`Scope.shared`, with the cwd
+    its host passed): refused with a text that names those roots.
 
     A workspace that is only a fallback (`/`, the daemon's directory when neither --workdir nor client roots
     say otherwise) is refused unless cwd or path is absolute (texts.NO_WORKSPACE). Whatever the
@@ -54,4 +62,22 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
 
         if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
             raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
-    return Where(cwd=base, path=path, named=named, deny=searcher.deny_globs.for_search(base, path))
+    if scope.shared:
+        shared = scope.shared if cwd is None else (*scope.shared, _real(base))
+        reach = (*shared, os.path.realpath(searcher.spill.root))
+        if not confined(base, reach) or (path is not None and not confined(os.path.join(base, path), reach)):
+            raise failures.invalid_args(texts.outside_shared_roots(shared))
+    deny = searcher.deny_globs.for_search(base, path)
+    # A directory that cannot be entered is named when the call came through MCP (a model's, with roots
+    # shared) or the daemon's host reaches it through a channel (`remote`: the directory may well exist on
+    # the host's machine only).
+    return Where(cwd=base, path=path, named=named, deny=deny, explain=bool(scope.shared) or searcher.config.remote)
+
+
+def _real(path: str) -> str:
+    """The real path of a cwd the host passed; a name with a NUL byte stays as it is (no such directory
+    can exist, and the search reports it)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return path

@@ -9,18 +9,20 @@ result byte-identical to the walk's, so it says exactly what the walk would have
   is given by name a little differently from one it finds by walking — a file with a NUL byte is searched
   whole (NULs converted) instead of abandoned at the first NUL — so files that hold a NUL are not named
   but walked: their directory is a root of its own, limited to depth 1 and to those names by `--glob`s
-  (`argv`). Files named are, by the source's word, text; the include glob and the deny globs were applied
-  by the source (ripgrep ignores `--glob`s for files it is given by name).
+  (engine/grep/argv.py spells them). Files named are, by the source's word, text; the include, exclude
+  and deny globs were applied by the source (ripgrep ignores `--glob`s for files it is given by name).
 
-The source answers `None` whenever it cannot promise that; the engine never second-guesses an answer.
+A source is asked with the search's query as the method face made it (engine/request.py), carried
+unchanged, and the directory the search runs in. It answers `None` whenever it cannot promise the
+walk's answer; the engine never second-guesses an answer.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from dsh_search import osdep
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GlobQuery, GrepQuery
 
 
 class GlobFiles(NamedTuple):
@@ -39,15 +41,14 @@ class GrepFiles(NamedTuple):
 class FileSource(Protocol):
     """Chooses the files a search reads (or says None: walk)."""
 
-    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
-        """What `rg --files --glob=<pattern>` (with glob's other flags and the deny globs) would list."""
+    async def glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | None:
+        """What `rg --files --glob=<pattern>` from `cwd` (with glob's other flags and the deny globs) would
+        list."""
         ...
 
-    async def grep(
-        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
-    ) -> GrepFiles | None:
-        """A superset of the files in which ripgrep's walk (with the include and deny globs) would find
-        `pattern`."""
+    async def grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | None:
+        """A superset of the files in which ripgrep's walk from `cwd` (with the query's flags and globs and
+        the deny globs) would report a match."""
         ...
 
     def note_walk(self, cwd: str, seconds: float) -> None:
@@ -58,26 +59,3 @@ class FileSource(Protocol):
         """Why a search from `cwd` walks because of the source's own state (an index building, say), in
         words for progress reports; None when it is not that."""
         ...
-
-
-_GLOB_SPECIAL = frozenset(b"*?[]{}\\!,")
-
-
-def escape_glob(path: bytes) -> bytes:
-    """`path` as a glob that matches exactly it (a backslash before every character globs treat
-    specially)."""
-    return b"".join(b"\\" + bytes([c]) if c in _GLOB_SPECIAL else bytes([c]) for c in path)
-
-
-def argv(files: GrepFiles) -> list[str | bytes]:
-    """ripgrep's arguments after the pattern's for `files`: the walked directories limited to depth 1 and
-    to their names, then `--` and every root. No file at all is `/dev/null`: ripgrep still checks the
-    pattern (an invalid one fails as it would), and finds nothing."""
-    out: list[str | bytes] = []
-    roots: list[bytes] = list(files.named)
-    if files.walk_to:
-        out.append("--max-depth=1")
-        for directory, paths in files.walk_to:
-            out += [b"--glob=/" + escape_glob(path) for path in paths]
-            roots.append(directory)
-    return [*out, "--", *(roots or [osdep.NULL_DEVICE])]

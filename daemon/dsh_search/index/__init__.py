@@ -17,8 +17,8 @@ contracts in pyproject.toml check it):
 | `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
 | `shards.py` | the content index on disk: SQLite FTS5 — **the only user of SQLite** | workspace logic |
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
-| `mounts.py` | the mount table and its changes | what a change means |
-| `rules.py` | the rule files no watch covers, checked by stat | which files grep reads |
+| `mounts.py` | the mount table, its changes, which filesystems hide changes | what a change means |
+| `rules.py` | every rule file of grep's walk, checked by stat (racily clean ones by content) | what grep reads |
 | `peers.py` | one index per workspace: the owner's lock, its socket, the protocol | what an answer is |
 | `reading.py` | reading one version of a workspace file | writing the index |
 | `lister.py` | grep's list: ripgrep's own `--files` — the one place the index starts ripgrep | deciding answers |
@@ -27,7 +27,7 @@ contracts in pyproject.toml check it):
 | `builder.py` | the content index merged from grep's list, on threads | workspace state |
 | `freshness.py` | what changed since indexed, what is in doubt and why (events, checks) | SQLite, ripgrep runs |
 | `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
-| `planner.py` | whether a grep is answered from the index, with which files | storage, spelling |
+| `planner.py` | every gate of the answer-or-walk decision, each "no" a reason (status.Walk) | storage, spelling |
 | `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |
 | `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
 

@@ -5,8 +5,8 @@ path here is spelled the way ripgrep would print it from the search's cwd and ro
 behind the root as the caller wrote it (`./src/x.c` for a root `./src`), and an answer is only given
 where that spelling is certain (`search_root`: no `..`, no symbolic link on the way, no file as root).
 
-Rules of this module: spelling and filtering only (the include and deny globs, which ripgrep ignores
-for files it is given by name); which files are candidates is planner.py's.
+Rules of this module: spelling and filtering only (the include, exclude and deny globs, which ripgrep
+ignores for files it is given by name); which files are candidates is planner.py's.
 """
 
 from __future__ import annotations
@@ -131,21 +131,22 @@ def glob_files(found: list[bytes], root: Root, deny: DenyGlobs) -> GlobFiles:
     return GlobFiles(paths, size, growth)
 
 
-def searched(path: bytes, root: Root, include: Matcher | None, deny: DenyGlobs) -> bool:
-    """Whether grep's walk would search this file of its list (the include and deny globs)."""
-    if include is not None and not include.matches(path):
+def searched(path: bytes, root: Root, included: Matcher | None, deny: DenyGlobs) -> bool:
+    """Whether grep's walk would search this file of its list (the include glob's matcher, the deny globs
+    with the exclude glob among them)."""
+    if included is not None and not included.matches(path):
         return False
     return not (deny and deny.denies(os.fsdecode(path[len(root.prefix) :])))
 
 
 def any_searched(
-    paths: Iterable[bytes], gone: set[bytes], root: Root, include: Matcher | None, deny: DenyGlobs
+    paths: Iterable[bytes], gone: set[bytes], root: Root, included: Matcher | None, deny: DenyGlobs
 ) -> bool:
     """Whether grep's walk from the root would search at least one of these files (not `gone`)."""
-    return any(searched(p, root, include, deny) for p in paths if p not in gone)
+    return any(searched(p, root, included, deny) for p in paths if p not in gone)
 
 
-def grep_files(root: Root, chosen: dict[bytes, int], include: Matcher | None, deny: DenyGlobs) -> GrepFiles | None:
+def grep_files(root: Root, chosen: dict[bytes, int], included: Matcher | None, deny: DenyGlobs) -> GrepFiles | None:
     """The chosen files (path → kind) as ripgrep must be given them: text files by name, the others
     walked to from their directory; None when that cannot be spelled (too long a command line, too
     many directories, a name a glob cannot carry)."""
@@ -154,9 +155,9 @@ def grep_files(root: Root, chosen: dict[bytes, int], include: Matcher | None, de
     argv_bytes = 0
     cut = len(root.prefix)
     keep = cut + len(root.under)
-    check = include is not None or bool(deny)
+    check = included is not None or bool(deny)
     for path in sorted(chosen):
-        if check and not searched(path, root, include, deny):
+        if check and not searched(path, root, included, deny):
             continue
         rel = path[cut:]
         printed = root.printed + path[keep:] if root.printed else rel

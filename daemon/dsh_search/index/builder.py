@@ -10,6 +10,9 @@ size of the tree.
 A file is indexed as one version: opened, read, and checked still that version at the end
 (reading.Opened). One that cannot be read cleanly is written OPAQUE — every search hands it to ripgrep —
 and reported "unsettled", so the workspace reads it itself until its next event has it indexed again.
+A version read while it was racily clean is recorded with a signature no file has (files.smudged): the
+events of a write in the same timestamp tick reach this daemon, but not the next one, which therefore
+reads the file again in its merge instead of trusting equal times.
 
 Rules of this module: work on threads, pure in the sense that matters here — inputs in, results out;
 it writes shards and reads the tree, but changes no state of the workspace (the event loop applies what
@@ -96,9 +99,9 @@ def index_file(batch: Batch, root: bytes, path: bytes) -> tuple[int, bool]:
         if opened.sig is None:
             batch.opaque(path, signature_of(root, path))
             return 0, False
-        size = batch.put(path, opened.sig, Text(opened.chunks()))
+        size = batch.put(path, opened.recorded(), Text(opened.chunks()))
         if not opened.intact():
-            batch.opaque(path, opened.sig)
+            batch.opaque(path, opened.recorded())
             return 0, False
     batch.checkpoint()
     return size, True

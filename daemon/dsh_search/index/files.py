@@ -2,7 +2,11 @@
 
 - `Signature`: what identifies one version of a file (size, mtime, ctime, inode). Equal signatures are
   taken as equal content — the index serves a file from its rows only while the signature indexed is
-  the file's current one.
+  the file's current one — except for a version read while it was **racily clean** (`racy`), as git
+  calls it: changed so shortly before it was read that another write within the same timestamp tick
+  (a second on some filesystems, a jiffy on others) could leave every field equal. Such a version's
+  row is recorded `smudged` (git smudges its index entries the same way), so that the next daemon,
+  which saw no event in between, reads the file again before it trusts it.
 - The kinds: `TEXT`; `BINARY` (holds a NUL: only the text before the first NUL is indexed, because
   ripgrep's walk abandons a file at its first NUL and never reports a match past it); `OPAQUE` (not
   indexed — UTF-16, unreadable, or changing while read — so every search hands it to ripgrep).
@@ -49,6 +53,23 @@ class Signature(NamedTuple):
 
 
 NO_SIGNATURE = Signature(-1, 0, 0, 0)  # matches no file's
+
+# How long after a change another change may still leave the same timestamps: the coarsest timestamp
+# tick of a local filesystem (FAT's two seconds) plus the lag of the kernel's coarse clock, with room.
+RACY_NS = 3 * 10**9
+
+
+def racy(mtime_ns: int, ctime_ns: int, read_ns: int) -> bool:
+    """Whether a version with these times, whose reading began at `read_ns` (the wall clock, taken before
+    its signature), is racily clean: a later write could leave the same times (any write after `read_ns`
+    gets a change time past `read_ns - RACY_NS`)."""
+    return max(mtime_ns, ctime_ns) > read_ns - RACY_NS
+
+
+def smudged(sig: Signature, read_ns: int) -> Signature:
+    """The signature to record for a version read from `read_ns` on: itself, or, when it was racily clean,
+    one no file has (size -1), so that whoever compares it next reads the file again."""
+    return sig._replace(size=-1) if racy(sig.mtime_ns, sig.ctime_ns, read_ns) else sig
 
 
 class Text:

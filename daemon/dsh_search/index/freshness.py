@@ -2,16 +2,19 @@
 
 The index answers from what it built; the tree moves on. `Freshness` is the bookkeeping between the two,
 kept on the event loop from the events drained before every answer (watch.py) and from the checks that
-cover what inotify cannot report (`check`: the workspace root itself, the mount table, the rule files
-outside the watched tree):
+cover what inotify cannot report (`check`: the workspace root itself, the mount table; `check_rules`:
+every rule file of grep's walk, whatever name it is edited through):
 
 - `files`, glob's list (globlist.GlobList), kept current: a changed path gets its new mtime (or leaves)
   before glob answers (`refresh_stats`);
 - `changed`: paths changed since indexed, each with the generation of its last event. A changed file is
   never answered from the content index: grep reads and judges it itself, and the background indexes it
   again; it leaves `changed` only when both its glob entry and its index rows are of that generation;
-- `linked`: files with more than one hard link. A write through another name raises no event for this
-  one, so such a file is never answered from the index alone: glob stats it, grep reads it, every time;
+- `linked`: files with other names or views — more than one hard link (seen at the walk, or when a new
+  name of it arrives: its other names in the workspace are found by inode in glob's list), or a mount
+  point (a single file bound into the workspace, `mounted`). A write through another name raises no
+  event for this one, so such a file is never answered from the index alone: glob stats it, grep reads
+  it, every time;
 - `unknown`: new files for which it is not known yet whether grep's walk reads them (ripgrep settles
   them: `settle`); `grep_new`: files grep reads that the content index has no row for yet;
 - `grep_dirs`: the directories grep's walk enters (from ripgrep's own list);
@@ -19,8 +22,9 @@ outside the watched tree):
   bring back; `None` while they are being listed again;
 - **doubts**, where a search walks instead (the walk's answer is then the answer, errors and footers
   included): `doubts` — directories the index cannot see completely (unreadable, unwatchable, a name too
-  long for the kernel, on a network filesystem, no watch left), each with its reason and whether it
-  bears on glob, grep or both; `glob_doubt` — everything is in doubt (events were lost, the root was
+  long for the kernel, no watch left, on a network filesystem, on a stacked one — overlayfs — mounted at
+  or under the workspace), each with its reason and whether it bears on glob, grep or both;
+  `glob_doubt` — everything is in doubt (events were lost, the root was
   moved, replaced or unmounted) until it is all listed again; `grep_doubt` — grep's list is in doubt
   (an ignore file, a repository, a directory or its permissions changed) until ripgrep lists it again.
 
@@ -42,9 +46,9 @@ import stat
 from typing import NamedTuple
 
 from dsh_search.index import mounts as mount_table
-from dsh_search.index.globlist import GlobList, Matcher, split_key
+from dsh_search.index.globlist import GlobList, Matcher, inode_key, split_key
 from dsh_search.index.lister import GrepLister, Listing
-from dsh_search.index.rules import RuleFiles, git_dir_excludes
+from dsh_search.index.rules import RuleFiles, git_entry_rules
 from dsh_search.index.walk import RULE_NAMES, VCS_NAMES, Walked, walk, watch_vcs
 from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, ROOT, UNREADABLE, Event, Watcher
 
@@ -91,6 +95,13 @@ class Skipped:
         return self._blob
 
 
+def _directory(path: bytes) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def _identity(path: bytes) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -128,6 +139,8 @@ class Freshness:
         self.root_identity = _identity(root)
         self.doubts: dict[bytes, Doubt] = walk_doubts(walked)
         self.linked: set[bytes] = set(walked.linked)
+        self.mounted: set[bytes] = set()  # mount points that are not directories (a file bound here)
+        self._names_of: set[int] = set()  # inodes seen under a new name whose other names are to be found
         rules.add_inside(walked.rules)
         self.changed: dict[bytes, int] = {}  # paths changed since indexed → event generation
         self.stated: dict[bytes, int] = {}  # changed paths whose glob entry is current → generation
@@ -190,7 +203,7 @@ class Freshness:
                 continue
             if parts[-1] in RULE_NAMES:
                 self.doubt_grep(f"an ignore file changed: {os.fsdecode(path)}")
-                if kind == NEW and os.path.islink(os.path.join(self.root, path)):
+                if kind == NEW:  # checked by stat from now on: another name of it may be edited
                     self.rules.add_inside([os.fsdecode(os.path.join(self.root, path))])
             if kind == DIRECTORY:
                 directories.add(path)
@@ -198,15 +211,22 @@ class Freshness:
             self._touch(path)
             if kind == NEW:
                 self.unknown.add(path)
+                # Looked at now: a file arriving with other names makes its names here untrusted at once.
+                self._stat(path)
+                self.stated[path] = self.changed[path]
             elif kind == GONE:
                 self.skipped.discard(path)
         for path in sorted(directories):
             if not any(path.startswith(d + b"/") for d in directories if d != path):
                 self._resync(path)
+        self._find_names()
 
     def _vcs(self, path: bytes, parts: list[bytes], kind: str) -> None:
         """An event inside or about a VCS directory: glob never lists them, but a repository that appears or
-        vanishes, and its exclude file, change which files grep's walk reads."""
+        vanishes, and its exclude file, change which files grep's walk reads; and a file arriving there
+        may be another name of one of the workspace's."""
+        if kind == NEW:
+            self._other_name(os.path.join(self.root, path))
         first = next(i for i, part in enumerate(parts) if part in VCS_NAMES)
         if parts[first] != b".git":
             return
@@ -219,10 +239,10 @@ class Freshness:
                 rules: set[str] = set()
                 watch_vcs(self.root, self.watcher, git, rules)
                 self.rules.add_inside(rules)
-            elif os.path.isfile(absolute):
-                self.rules.add_inside([os.fsdecode(absolute), *git_dir_excludes(os.fsdecode(absolute))])
             else:
                 self.watcher.forget(git)
+                if os.path.lexists(absolute):  # a `gitdir:` file, or a link to a repository elsewhere
+                    self.rules.add_inside(git_entry_rules(os.fsdecode(absolute)))
         elif rest == [b"info"]:
             self.doubt_grep(f"a repository's info directory changed: {os.fsdecode(path)}")
             if kind == DIRECTORY and os.path.isdir(os.path.join(absolute, b"info")):
@@ -241,7 +261,7 @@ class Freshness:
         self.watcher.forget(path)
         self.doubts = {d: v for d, v in self.doubts.items() if not (d == path or d.startswith(prefix))}
         self.grep_dirs = {d for d in self.grep_dirs if d != path and not d.startswith(prefix)}
-        self.linked = {p for p in self.linked if not p.startswith(prefix)}
+        self.linked = {p for p in self.linked if not p.startswith(prefix)} | self.mounted
         try:
             is_dir = stat.S_ISDIR(os.stat(absolute, follow_symlinks=False).st_mode)
         except OSError:
@@ -256,17 +276,18 @@ class Freshness:
         self.doubt_grep(f"a directory was created, moved or its permissions changed: {os.fsdecode(path)}")
         walked = walk(self.root, self.watcher, path)
         entries = [split_key(key) for key in walked.files]
-        present = {p for _mtime, p in entries}
+        present = {p for _mtime, p, _inode in entries}
         for child in known:
             if child not in present:
                 self._touch(child)
-        for mtime, child in entries:
+        for mtime, child, inode in entries:
             self.mark_changed(child)
-            self.files.apply(child, mtime)
+            self.files.apply(child, mtime, inode)
             self.stated[child] = self.changed[child]
             self.unknown.add(child)
         self.doubts.update(walk_doubts(walked))
-        self.linked |= walked.linked
+        self.linked |= walked.linked.keys()
+        self._names_of |= set(walked.linked.values())  # its other names may lie outside what was walked
         self.rules.add_inside(walked.rules)
 
     def files_under(self, prefix: bytes) -> list[bytes]:
@@ -289,11 +310,15 @@ class Freshness:
             table = mount_table.read()
             if table is not None:
                 self._mounted(mount_table.under(self.real_root, table))
+                self._find_names()
 
     def _mounted(self, now: dict[bytes, mount_table.Mount]) -> None:
         """The mounts under the workspace are now these: every mount point that came, went or changed is
-        read again; everything on a network filesystem is in doubt for good."""
+        read again; a file mounted on (a single file bound into the workspace: its writes raise events
+        in its source's directory, not here) is never answered from the index alone while it is; what is
+        on a network or stacked filesystem is in doubt for good."""
         before, self.mounts = self.mounts, now
+        files = {point for point in now if point and not _directory(os.path.join(self.root, point))}
         for point in sorted(set(before) | set(now)):
             if before.get(point) == now.get(point):
                 continue
@@ -302,17 +327,28 @@ class Freshness:
                     self.doubt_everything("a filesystem was mounted or unmounted at or above the workspace")
             elif before:
                 self._resync(point)
-        self._remote_doubts()
+            if point in files or point in self.mounted:
+                self._touch(point)  # another file now, or the one beneath again
+        self.mounted = files
+        self.linked |= files
+        self._mount_doubts()
 
-    def _remote_doubts(self) -> None:
+    def _mount_doubts(self) -> None:
+        """What is on a filesystem whose changes may raise no event here is in doubt: a network or FUSE one
+        wherever it is mounted, a stacked one (overlayfs) mounted at or under the workspace. A stacked one
+        holding the workspace from above (a container's root filesystem) is not: its layers are images,
+        which overlayfs itself does not allow to change while it is mounted (docs/behaviour.md)."""
         for point, mount in self.mounts.items():
-            if mount_table.remote(mount.fstype):
-                self.doubts[point] = Doubt(
-                    f"on a {mount.fstype} filesystem, whose changes made elsewhere raise no inotify event", True, True
-                )
+            reason = mount_table.hidden_changes(mount.fstype)
+            if reason is None:
+                continue
+            above = point == b"" and mount.point.rstrip("/") != self.real_root.rstrip("/")
+            if above and mount_table.stacked(mount.fstype):
+                continue
+            self.doubts[point] = Doubt(reason, True, True)
 
     def check_rules(self) -> None:
-        """Before a grep answer: did a rule file outside the watched tree (or behind a link) change?"""
+        """Before a grep answer: did a rule file change, through whatever name (rules.py)?"""
         if self.grep_doubt is None:
             changed = self.rules.changed()
             if changed is not None:
@@ -325,27 +361,50 @@ class Freshness:
         for path, generation in [(p, g) for p, g in self.changed.items() if self.stated.get(p) != g]:
             self._stat(path)
             self.stated[path] = generation
+        self._find_names()
 
     def refresh_linked(self, matcher: Matcher | None = None) -> None:
-        """Files with more than one link change without an event: stat the ones a search may list."""
+        """Files with other names change without an event: stat the ones a search may list."""
         for path in [p for p in self.linked if matcher is None or matcher.matches(p)]:
             self._stat(path)
+        self._find_names()
 
     def _stat(self, path: bytes) -> None:
         try:
             st = os.stat(os.path.join(self.root, path), follow_symlinks=False)
         except OSError:
             self.files.apply(path, None)
-            self.linked.discard(path)
+            if path not in self.mounted:
+                self.linked.discard(path)
             return
         regular = stat.S_ISREG(st.st_mode)
-        self.files.apply(path, st.st_mtime_ns if regular else None)
+        inode = inode_key(st.st_dev, st.st_ino)
+        self.files.apply(path, st.st_mtime_ns if regular else None, inode)
         if regular and st.st_nlink > 1:
-            self.linked.add(path)
-        elif path in self.linked:
+            if path not in self.linked:  # a name of a file with others: they are untrusted too
+                self.linked.add(path)
+                self._names_of.add(inode)
+        elif path in self.linked and path not in self.mounted:
             self.linked.discard(path)
             self.mark_changed(path)  # indexed while it had other names: index it again
             self.stated[path] = self.generation
+
+    def _other_name(self, absolute: bytes) -> None:
+        """A file that is no entry of glob's list arrived here: if it has other names, find them."""
+        try:
+            st = os.stat(absolute, follow_symlinks=False)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            self._names_of.add(inode_key(st.st_dev, st.st_ino))
+
+    def _find_names(self) -> None:
+        """The other names in the workspace of the files just seen under a new one (a hard link made here,
+        or a directory of them moved in), found by inode in glob's list — all at once (one pass over it
+        for many): each is a file with other names now, whose writes through them raise no event for it."""
+        if self._names_of:
+            inodes, self._names_of = self._names_of, set()
+            self.linked.update(self.files.named(inodes))
 
     def in_doubt(self, start: bytes, tool: str) -> str | None:
         """Why a search of `tool` ("glob" or "grep") from this root (workspace-relative, b"" or ending in
@@ -401,7 +460,7 @@ class Freshness:
                 self.skipped.add(path)
         return not any(p.startswith(under) for p in self.unknown)
 
-    async def include_reaches_skipped(self, prefix: bytes, under: bytes, include: bytes) -> bool:
+    async def include_reaches_skipped(self, prefix: bytes, under: bytes, include_regex: bytes) -> bool:
         """Whether the include glob lets grep's walk search, under the search root, a file that walk does
         not read without it. ripgrep lets an include override its hidden-file and ignore rules: a hidden
         or ignored file the glob matches is searched, and so is what it matches inside a VCS directory
@@ -415,7 +474,7 @@ class Freshness:
         if self._probes is None or self._probes[0] != watcher.changes:
             probes = [d + b"/" + name if d else name for d in watcher.directories() for name in VCS_NAMES]
             self._probes = (watcher.changes, b"\0" + b"\0".join(probes) + b"\0")
-        reach = Matcher(prefix, under, include)
+        reach = Matcher(prefix, under, include_regex)
         blobs = [blob for blob in (skipped, self._probes[1]) if blob]
         return await asyncio.to_thread(lambda: any(reach.select(blob) for blob in blobs))
 
@@ -430,8 +489,8 @@ class Freshness:
         for path in stale:
             self.mark_changed(path)
         self.doubts = walk_doubts(walked)
-        self._remote_doubts()
-        self.linked = set(walked.linked)
+        self._mount_doubts()
+        self.linked = set(walked.linked) | self.mounted
         self.rules.add_inside(walked.rules)
         self.unknown.clear()
         self.root_identity = _identity(self.root)
@@ -450,7 +509,7 @@ class Freshness:
         self.grep_dirs = grep_dirs
         # ripgrep's own reports are replaced by this listing's; the walk's doubts stay, as the walk saw them.
         self.doubts = {d: Doubt(v.reason, True, v.reason != UNREADABLE) for d, v in self.doubts.items() if v.glob}
-        self._remote_doubts()
+        self._mount_doubts()
         trouble = listing.trouble
         for path, complaint in (trouble or {}).items():
             where = path.rpartition(b"/")[0] if complaint.startswith("line ") else path

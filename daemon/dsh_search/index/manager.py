@@ -8,14 +8,17 @@ daemon's own directory — never `/`). A search elsewhere walks.
 - `on`: the workspace is indexed as soon as it is known, whatever the heuristics say; searches walk until
   it is ready (a search never waits for a build).
 - `auto` (the default): indexed where it pays and where it can be exact — on Linux (inotify), on a local
-  filesystem (a network filesystem's remote changes raise no inotify event), once a search's walk of the
+  filesystem (a network filesystem's remote changes raise no inotify event; nor do the edits of an
+  overlay's layers, when the workspace is an overlay's mount point), once a search's walk of the
   workspace took `AUTO_AFTER_S` or more, or at once when an index of it is on disk from an earlier run.
   Until the index is ready, searches walk.
 
 One index per workspace per machine (peers.py): the first daemon to index a workspace owns it (a
 `Workspace`); any other is a guest that asks the owner, and takes the index over when the owner is
-gone. A failed index is built afresh after a pause (`RETRY_AFTER_S`), which grows while builds keep
-failing.
+gone. Every search that walks is counted by its reason (status.Walk: the planner's, or the manager's own
+— no index yet, a failed one, an owner that did not answer, an error inside the index), for
+`index/status` (`walked_because`) and the debug log. A failed index is built afresh after a pause
+(`RETRY_AFTER_S`), which grows while builds keep failing.
 """
 
 from __future__ import annotations
@@ -24,21 +27,23 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsh_search import osdep
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GlobQuery, GrepQuery
 from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index import mounts
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.sets import workspace_dir
-from dsh_search.index.status import FAILED, OFF, READY, Status
+from dsh_search.index.status import FAILED, OFF, READY, Status, Walk
 
 if TYPE_CHECKING:  # the workspace (SQLite, inotify) and the peers are imported when needed: not at every start
-    from dsh_search.index.peers import Guest, Owner, OwnerLock
+    from dsh_search.index.peers import Answer, Guest, Owner, OwnerLock, Question
     from dsh_search.index.workspace import Workspace
+
+F = TypeVar("F", GlobFiles, GrepFiles)
 
 log = logging.getLogger("dsh_search.index")
 
@@ -53,10 +58,8 @@ def unsupported_reason(root: str) -> str | None:
     reason = osdep.index_unsupported_reason()
     if reason is not None:
         return reason
-    fstype = mounts.filesystem_type(os.path.realpath(root))
-    if fstype is not None and mounts.remote(fstype):
-        return f"{root} is on a {fstype} filesystem, whose changes made elsewhere raise no inotify event"
-    return None
+    unseen = mounts.workspace_unseen(os.path.realpath(root))
+    return f"{root} is {unseen}" if unseen is not None else None
 
 
 class IndexManager:
@@ -79,6 +82,7 @@ class IndexManager:
         self._reason: str | None = None
         self.answered = {"glob": 0, "grep": 0}  # searches the index answered
         self.walked = 0  # searches that walked (no index, not ready, or not sure)
+        self.walked_because: dict[str, int] = {}  # the same, by reason (status.Walk)
         self._failures = 0  # builds that failed in a row
         self._retry: Any = None  # the timer that builds a failed index again
         self._deny: dict[tuple[str, ...], DenyGlobs] = {}  # guests' deny globs, made once each
@@ -170,23 +174,18 @@ class IndexManager:
                 self._own(root, directory, lock)
                 return
 
-    async def _serve(self, request: dict[str, Any]) -> Any:
-        """A guest's question, answered from this daemon's index (None: the guest walks)."""
-        from dsh_search.index.peers import encode_files
-
-        op = request.get("op")
-        if op == "status":
-            return (await self.status())._asdict()
-        globs = tuple(request.get("deny") or ())
+    async def _serve(self, question: Question) -> Answer:
+        """A guest's question, answered from this daemon's index."""
+        if question.op == "status":
+            return await self.status()
+        globs = question.deny
         deny = self._deny.get(globs)
         if deny is None:
             deny = self._deny[globs] = DenyGlobs(globs)
-        cwd, path, pattern = request["cwd"], request.get("path"), request["pattern"]
-        if op == "glob":
-            return encode_files(await self._glob(cwd, path, pattern, deny))
-        if op == "grep":
-            return encode_files(await self._grep(cwd, path, pattern, request.get("include"), deny))
-        raise ValueError(f"no such question: {op!r}")
+        if isinstance(question.query, GlobQuery):
+            return await self._glob(question.cwd, question.query, deny)
+        assert isinstance(question.query, GrepQuery)
+        return await self._grep(question.cwd, question.query, deny)
 
     def _failed(self, ws: Workspace) -> None:
         """A failed index is built afresh after a pause (its directory deleted or corrupted, say): until
@@ -237,20 +236,20 @@ class IndexManager:
         return self._root
 
     async def status(self) -> Status:
-        answered, walked = dict(self.answered), self.walked
+        answered, walked, because = dict(self.answered), self.walked, dict(self.walked_because)
         if self._workspace is not None:
             served = self._owner.served if self._owner is not None else 0
             return self._workspace.status(self.mode)._replace(
-                answered=answered, walked=walked, role="owner", served=served
+                answered=answered, walked=walked, walked_because=because, role="owner", served=served
             )
         if self._guest is not None:
-            theirs = await self._guest.ask({"op": "status"})
-            if isinstance(theirs, dict):
-                fields = {k: v for k, v in theirs.items() if k in Status._fields}
-                with contextlib.suppress(TypeError):
-                    return Status(**fields)._replace(
-                        mode=self.mode, answered=answered, walked=walked, role="guest", served=None
-                    )
+            from dsh_search.index.peers import Question
+
+            theirs = await self._guest.ask(Question("status"))
+            if isinstance(theirs, Status):
+                return theirs._replace(
+                    mode=self.mode, answered=answered, walked=walked, walked_because=because, role="guest", served=None
+                )
             return Status(
                 state=OFF,
                 mode=self.mode,
@@ -258,6 +257,7 @@ class IndexManager:
                 reason="another daemon owns the workspace's index and does not answer now: searches walk",
                 answered=answered,
                 walked=walked,
+                walked_because=because,
                 role="guest",
             )
         reason = self._reason
@@ -265,79 +265,82 @@ class IndexManager:
             reason = "no workspace directory to index"
         elif reason is None and self.mode == "auto":
             reason = f"waiting for a search that walks for {AUTO_AFTER_S} s or more"
-        return Status(state=OFF, mode=self.mode, root=self._root, reason=reason, answered=answered, walked=walked)
+        return Status(
+            state=OFF,
+            mode=self.mode,
+            root=self._root,
+            reason=reason,
+            answered=answered,
+            walked=walked,
+            walked_because=because,
+        )
 
     # --- the engine's FileSource -----------------------------------------------------------------------
 
-    def _active(self) -> Workspace | None:
-        """The workspace, unless it failed (then searches walk until it is built again)."""
+    def _active(self) -> Workspace | Walk:
+        """The workspace, unless there is none or it failed (then searches walk until it is built again)."""
         ws = self._workspace
-        if ws is None or ws.state == FAILED:
-            return None
+        if ws is None:
+            return Walk.NO_INDEX
+        if ws.state == FAILED:
+            return Walk.FAILED
         if ws.state == READY:
             self._failures = 0
         return ws
 
-    async def _glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
+    async def _glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | Walk:
         ws = self._active()
-        if ws is None:
-            return None
+        if isinstance(ws, Walk):
+            return ws
         try:
-            return await ws.glob(cwd, path, pattern, deny)
+            return await ws.glob(cwd, query, deny)
         except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
-            log.exception("workspace index: glob %r in %s failed; walking", pattern, cwd)
+            log.exception("workspace index: glob %r in %s failed; walking", query.pattern, cwd)
             ws.fail(f"glob failed: {exc}", exc)
-            return None
+            return Walk.INDEX_ERROR
 
-    async def _grep(
-        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
-    ) -> GrepFiles | None:
+    async def _grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | Walk:
         ws = self._active()
-        if ws is None:
-            return None
+        if isinstance(ws, Walk):
+            return ws
         try:
-            return await ws.grep(cwd, path, pattern, include, deny)
+            return await ws.grep(cwd, query, deny)
         except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
-            log.exception("workspace index: grep %r in %s failed; walking", pattern, cwd)
+            log.exception("workspace index: grep %r in %s failed; walking", query.pattern, cwd)
             ws.fail(f"grep failed: {exc}", exc)
-            return None
+            return Walk.INDEX_ERROR
 
-    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
+    async def _ask(self, op: str, cwd: str, query: GlobQuery | GrepQuery, deny: DenyGlobs) -> Answer:
+        """The owner's answer to a guest's question; its silence is a reason to walk."""
+        from dsh_search.index.peers import Question
+
+        assert self._guest is not None
+        answer = await self._guest.ask(Question(op, cwd, query, deny.globs))
+        return Walk.OWNER_SILENT if answer is None else answer
+
+    async def glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | None:
         if self._guest is not None:
-            from dsh_search.index.peers import decode_glob
-
-            question = {"op": "glob", "cwd": cwd, "path": path, "pattern": pattern, "deny": list(deny.globs)}
-            files = _decoded(decode_glob, await self._guest.ask(question))
+            found = await self._ask("glob", cwd, query, deny)
         else:
-            files = await self._glob(cwd, path, pattern, deny)
-        self._count("glob", files is not None)
-        return files
+            found = await self._glob(cwd, query, deny)
+        return self._counted("glob", found if isinstance(found, GlobFiles | Walk) else Walk.OWNER_SILENT)
 
-    async def grep(
-        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
-    ) -> GrepFiles | None:
+    async def grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | None:
         if self._guest is not None:
-            from dsh_search.index.peers import decode_grep
-
-            question = {
-                "op": "grep",
-                "cwd": cwd,
-                "path": path,
-                "pattern": pattern,
-                "include": include,
-                "deny": list(deny.globs),
-            }
-            files = _decoded(decode_grep, await self._guest.ask(question))
+            found = await self._ask("grep", cwd, query, deny)
         else:
-            files = await self._grep(cwd, path, pattern, include, deny)
-        self._count("grep", files is not None)
-        return files
+            found = await self._grep(cwd, query, deny)
+        return self._counted("grep", found if isinstance(found, GrepFiles | Walk) else Walk.OWNER_SILENT)
 
-    def _count(self, tool: str, answered: bool) -> None:
-        if answered:
-            self.answered[tool] += 1
-        else:
+    def _counted(self, tool: str, found: F | Walk) -> F | None:
+        """The answer for the engine (None: walk), counted, and why a search walks logged."""
+        if isinstance(found, Walk):
             self.walked += 1
+            self.walked_because[found] = self.walked_because.get(found, 0) + 1
+            log.debug("workspace index: a %s walks: %s", tool, found.value)
+            return None
+        self.answered[tool] += 1
+        return found
 
     def walk_note(self, cwd: str) -> str | None:
         """Why a search from `cwd` walks because of the index's state (building, failed), or None."""
@@ -355,14 +358,3 @@ class IndexManager:
         if self.mode == "auto" and (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
             log.info("workspace index of %s: a walk took %.2f s; building the index", root, seconds)
             self._start(root)
-
-
-T = TypeVar("T")
-
-
-def _decoded(decode: Callable[[Any], T | None], answer: Any) -> T | None:
-    """An owner's answer, decoded; one that is not as this daemon writes them is no answer (walk)."""
-    try:
-        return decode(answer)
-    except (KeyError, TypeError, ValueError):
-        return None

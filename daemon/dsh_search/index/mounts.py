@@ -8,7 +8,10 @@ until it is read again — so `changed()` is one `poll()` with no wait, cheap en
 answer, and a mount made before a request is seen by it.
 
 A network or FUSE filesystem raises no inotify event for changes made elsewhere (another client of the
-server, the FUSE daemon): anything on one is never answered from the index (`REMOTE_FILESYSTEMS`).
+server, the FUSE daemon): anything on one is never answered from the index (`REMOTE_FILESYSTEMS`). Nor
+does a stacked one (`STACKED_FILESYSTEMS`: overlayfs and its kin) for changes made to the directories it
+stacks — an overlay's lower directory edited directly changes what the overlay shows without an event in
+it — so one mounted at or under the workspace is never answered from either (`hidden_changes`).
 
 Rules of this module: reads the table and answers questions about it; what a change means for the index
 is freshness.py's. Off Linux (no mountinfo) every answer is "unknown": the index is off there anyway.
@@ -29,8 +32,30 @@ REMOTE_FILESYSTEMS = frozenset(
 )
 
 
+# Filesystems that show other directories (layers, a lower filesystem) whose own changes raise no event in
+# the view: overlayfs, the union filesystems before it, and the stacked ones that encrypt or remap a lower
+# directory. FUSE ones (fuse-overlayfs, mergerfs) are remote() already.
+STACKED_FILESYSTEMS = frozenset(
+    ("overlay", "overlayfs", "aufs", "unionfs", "ecryptfs", "shiftfs", "wrapfs", "sdcardfs", "esdfs")
+)
+
+
 def remote(fstype: str) -> bool:
     return fstype in REMOTE_FILESYSTEMS or fstype.startswith("fuse.") or fstype == "fuse"
+
+
+def stacked(fstype: str) -> bool:
+    return fstype in STACKED_FILESYSTEMS
+
+
+def hidden_changes(fstype: str) -> str | None:
+    """Why what a filesystem of this type holds can change without an inotify event, or None."""
+    article = "an" if fstype[:1] in ("a", "e", "i", "o", "u") else "a"
+    if remote(fstype):
+        return f"on {article} {fstype} filesystem, whose changes made elsewhere raise no inotify event"
+    if stacked(fstype):
+        return f"on {article} {fstype} filesystem, whose layers' own changes raise no inotify event in it"
+    return None
 
 
 class Mount(NamedTuple):
@@ -89,11 +114,23 @@ def holding(path: str, mounts: list[Mount]) -> Mount | None:
     return best
 
 
-def filesystem_type(path: str) -> str | None:
-    """The type of the filesystem holding `path`, or None when unknown."""
+def holding_now(path: str) -> Mount | None:
+    """The mount holding `path` (an absolute, real path) now, or None when unknown."""
     mounts = read()
-    found = holding(path, mounts) if mounts else None
-    return found.fstype if found is not None else None
+    return holding(path, mounts) if mounts else None
+
+
+def workspace_unseen(real_root: str) -> str | None:
+    """Why a workspace's changes may raise no event at all, or None: it is on a network or FUSE
+    filesystem, or it is itself the mount point of a stacked one (one holding it from above, as a
+    container's root filesystem does, is taken as it is: see `hidden_changes`)."""
+    mount = holding_now(real_root)
+    if mount is None:
+        return None
+    reason = hidden_changes(mount.fstype)
+    if reason is None or (stacked(mount.fstype) and mount.point.rstrip("/") != real_root.rstrip("/")):
+        return None
+    return reason
 
 
 def under(root: str, mounts: list[Mount]) -> dict[bytes, Mount]:

@@ -17,14 +17,26 @@ of another version answers nothing, and the guest walks: never a wrong answer, a
 by the workspace's index directory and the user's id; both ends check the other's credentials
 (`SO_PEERCRED`): a daemon answers and trusts only a process of its own user.
 
-**The protocol**: each message is a 4-byte big-endian length and a JSON object.
+**The protocol**: each message is a 4-byte big-endian length and a JSON object. A question is a
+`Question` — the search's query as the method face made it (engine/request.py), carried unchanged — and
+an answer the owner's `Answer`; both are encoded and decoded here and nowhere else.
 
-    request  {"v": 1, "version": "<daemon version>", "op": "glob" | "grep" | "status",
-              "cwd", "path", "pattern", "include", "deny": [<deny globs>]}
-    answer   {"v": 1, "answer": null | <files>} or {"v": 1, "error": "<why>"}
+    question {"v": 2, "version": "<daemon version>", "op": "glob" | "grep" | "status",
+              "cwd": "<the directory the search runs in>", "deny": [<deny globs>],
+              "query": {<the query's fields by name, host-only fields left out>}}
+    answer   {"v": 2, "files": <files>} | {"v": 2, "walk": "<status.Walk>"} | {"v": 2, "status": {...}}
+             or {"v": 2, "error": "<why>"}
              glob's files: {"paths": [...], "stdout_bytes": n, "growth": n}
              grep's files: {"named": "<base64 of NUL-joined paths>", "walk_to": [["<b64 dir>", "<b64 paths>"], ...]}
              status: the owner's index/status fields
+
+Its versions (`PROTOCOL`; owners and guests of one daemon version speak one, and a guest whose owner
+speaks another walks):
+
+    1  glob and grep asked by their arguments (cwd, path, pattern, include, deny); an answer was the
+       files or null.
+    2  the query as one value (every grep parameter of the extended profile travels with it); an answer
+       that is no files names why the search walks (status.Walk).
 
 Rules of this module: ownership, the socket and the protocol; what an answer is, is the workspace's.
 """
@@ -40,16 +52,19 @@ import os
 import socket
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple, get_args, get_type_hints
 
 from dsh_search import osdep
+from dsh_search.engine.request import HOST_FIELDS, GlobQuery, GrepQuery, OutputMode
 from dsh_search.engine.source import GlobFiles, GrepFiles
+from dsh_search.index.status import Status, Walk
 
 log = logging.getLogger("dsh_search.index")
 
-PROTOCOL = 1
+PROTOCOL = 2  # see the versions in the header
 ASK_TIMEOUT_S = 2.0  # past it, a guest's search walks
 MAX_MESSAGE = 1 << 30
+NOTICE = 25  # between info and warning: shown at the default log level (MCP's "notice")
 OWNER_LOCK = "owner.lock"
 
 
@@ -106,29 +121,106 @@ def _paths(text: str) -> list[bytes]:
     return joined.split(b"\0") if joined else []
 
 
-def encode_files(files: GlobFiles | GrepFiles | None) -> Any:
-    if files is None:
-        return None
-    if isinstance(files, GlobFiles):
-        return {"paths": files.paths, "stdout_bytes": files.stdout_bytes, "growth": files.growth}
+class Question(NamedTuple):
+    """What a guest asks the owner."""
+
+    op: str  # "glob", "grep" or "status"
+    cwd: str = ""  # the directory the search runs in (absolute)
+    query: GlobQuery | GrepQuery | None = None
+    deny: tuple[str, ...] = ()  # the guest's deny globs
+
+
+# What the owner answers: the files, why the search walks, or its index's status.
+Answer = GlobFiles | GrepFiles | Walk | Status
+
+_QUERIES: dict[str, type[GlobQuery] | type[GrepQuery]] = {"glob": GlobQuery, "grep": GrepQuery}
+_TYPES = {name: get_type_hints(kind) for name, kind in _QUERIES.items()}
+
+
+def encode_question(question: Question, version: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"v": PROTOCOL, "version": version, "op": question.op}
+    if question.query is not None:
+        fields = {f: v for f, v in question.query._asdict().items() if f not in HOST_FIELDS}
+        message.update(cwd=question.cwd, deny=list(question.deny), query=fields)
+    return message
+
+
+def decode_question(message: dict[str, Any]) -> Question:
+    """A guest's question; ValueError when it is not one this daemon asks."""
+    op = message.get("op")
+    if op == "status":
+        return Question("status")
+    cwd, deny, fields = message.get("cwd"), message.get("deny"), message.get("query")
+    if op not in _QUERIES or not isinstance(cwd, str) or not isinstance(fields, dict) or not _strings(deny):
+        raise ValueError(f"no such question: {op!r}")
+    assert isinstance(op, str) and isinstance(deny, list)
+    kind = _QUERIES[op]
+    types = _TYPES[op]
+    for name, value in fields.items():
+        if name not in types or name in HOST_FIELDS or not _typed(value, types[name]):
+            raise ValueError(f"a {op} query's {name!r} is not as this daemon writes it")
+    query = kind(**fields)
+    if isinstance(query, GrepQuery):
+        query = query._replace(output_mode=OutputMode(query.output_mode))
+    return Question(op, cwd, query, tuple(deny))
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _typed(value: Any, kind: Any) -> bool:
+    """Whether a decoded JSON value has a field's type (`int | None`, `bool`, `OutputMode`, …)."""
+    options = get_args(kind) or (kind,)
+    for option in options:
+        if option is type(None) and value is None:
+            return True
+        if option is bool and isinstance(value, bool):
+            return True
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option is str and isinstance(value, str):
+            return True
+        if option is OutputMode and value in OutputMode.__members__.values():
+            return True
+    return False
+
+
+def encode_answer(answer: Answer) -> dict[str, Any]:
+    if isinstance(answer, Walk):
+        return {"v": PROTOCOL, "walk": answer.value}
+    if isinstance(answer, Status):
+        return {"v": PROTOCOL, "status": answer._asdict()}
+    if isinstance(answer, GlobFiles):
+        return {
+            "v": PROTOCOL,
+            "files": {"paths": answer.paths, "stdout_bytes": answer.stdout_bytes, "growth": answer.growth},
+        }
     return {
-        "named": _b64(b"\0".join(files.named)),
-        "walk_to": [[_b64(directory), _b64(b"\0".join(paths))] for directory, paths in files.walk_to],
+        "v": PROTOCOL,
+        "files": {
+            "named": _b64(b"\0".join(answer.named)),
+            "walk_to": [[_b64(directory), _b64(b"\0".join(paths))] for directory, paths in answer.walk_to],
+        },
     }
 
 
-def decode_glob(data: Any) -> GlobFiles | None:
-    if data is None:
-        return None
-    paths = data["paths"]
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise ValueError("not glob's files")
-    return GlobFiles(paths, int(data["stdout_bytes"]), int(data["growth"]))
-
-
-def decode_grep(data: Any) -> GrepFiles | None:
-    if data is None:
-        return None
+def decode_answer(op: str, message: dict[str, Any]) -> Answer:
+    """The owner's answer to a question of `op`; ValueError (or KeyError, TypeError) when it is not one
+    this daemon writes."""
+    if "walk" in message:
+        return Walk(message["walk"])
+    if op == "status":
+        fields = message["status"]
+        if not isinstance(fields, dict):
+            raise ValueError("not a status")
+        return Status(**{k: v for k, v in fields.items() if k in Status._fields})
+    data = message["files"]
+    if op == "glob":
+        paths = data["paths"]
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError("not glob's files")
+        return GlobFiles(paths, int(data["stdout_bytes"]), int(data["growth"]))
     walk_to = [(base64.b64decode(directory), _paths(paths)) for directory, paths in data["walk_to"]]
     return GrepFiles(_paths(data["named"]), walk_to)
 
@@ -150,19 +242,20 @@ def _frame(message: Any) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-# What the owner answers with: (request) → the answer's JSON (None: nothing to say, walk).
-Answer = Callable[[dict[str, Any]], Awaitable[Any]]
+# What the owner answers a question with.
+Serve = Callable[[Question], Awaitable[Answer]]
 
 
 class Owner:
     """The owner's side: a socket that answers guests' questions with `answer`."""
 
-    def __init__(self, workspace: str, version: str, answer: Answer) -> None:
+    def __init__(self, workspace: str, version: str, answer: Serve) -> None:
         self._address = address(workspace)
         self._version = version
         self._answer = answer
         self._server: asyncio.AbstractServer | None = None
         self.served = 0  # questions answered for guests
+        self._guests = 0  # guests connected now
 
     async def start(self) -> bool:
         """Listen for guests; False when the address is taken (a stale owner's, or a stranger's)."""
@@ -177,12 +270,40 @@ class Owner:
         if self._server is not None:
             self._server.close()
             self._server = None
+            if self._guests:
+                # Normal life (several agents on one repository, one leaving first): one notice, no more.
+                # The connections end with the daemon; each guest walks, and the next one to search takes
+                # the index over.
+                log.log(
+                    NOTICE,
+                    "workspace index: this daemon owned it and leaves with %d other daemon%s using it; "
+                    "the next of them to search takes it over",
+                    self._guests,
+                    "" if self._guests == 1 else "s",
+                )
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         try:
             if sock is None or _peer_uid(sock) != os.getuid():
                 return  # only a process of this user is answered
+            self._guests += 1
+            try:
+                await self._converse(reader, writer)
+            finally:
+                self._guests -= 1
+        except asyncio.CancelledError:
+            # The owner is exiting with this guest connected (the loop cancels the connection's task):
+            # said once by `close`, never as a traceback. Not raised again: asyncio's stream server would
+            # log a cancelled connection task as an error.
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer one guest's questions until it goes."""
+        try:
             while True:
                 try:
                     request = await _read(reader)
@@ -192,9 +313,6 @@ class Owner:
                 await writer.drain()
         except (ConnectionError, ValueError, OSError):
             return
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
 
     async def _reply(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != PROTOCOL:
@@ -202,12 +320,12 @@ class Owner:
         if request.get("version") != self._version:
             return {"v": PROTOCOL, "error": f"the owner is dsh-search {self._version}"}
         try:
-            answer = await self._answer(request)
+            answer = await self._answer(decode_question(request))
         except Exception as exc:  # a question the owner cannot answer: the guest walks
             log.debug("workspace index: a guest's question failed", exc_info=True)
             return {"v": PROTOCOL, "error": f"{type(exc).__name__}: {exc}"}
         self.served += 1
-        return {"v": PROTOCOL, "answer": answer}
+        return encode_answer(answer)
 
 
 class Guest:
@@ -221,9 +339,10 @@ class Guest:
         self.connected = False
         self.lost: asyncio.Event = asyncio.Event()  # set when the owner goes away (to try taking over)
 
-    async def ask(self, request: dict[str, Any]) -> Any:
-        """The owner's answer, or None: no owner, not ready, too slow, another version, an error."""
-        request = {"v": PROTOCOL, "version": self._version, **request}
+    async def ask(self, question: Question) -> Answer | None:
+        """The owner's answer, or None: no owner, too slow, another version, an error, an answer this
+        daemon does not read."""
+        request = encode_question(question, self._version)
         async with self._lock:
             try:
                 async with asyncio.timeout(ASK_TIMEOUT_S):
@@ -234,11 +353,14 @@ class Guest:
             except (OSError, ConnectionError, ValueError, TimeoutError, asyncio.IncompleteReadError, KeyError):
                 self._drop()
                 return None
-        if not isinstance(reply, dict) or "error" in reply:
+        if not isinstance(reply, dict) or "error" in reply or reply.get("v") != PROTOCOL:
             if isinstance(reply, dict):
                 log.debug("workspace index: the owner did not answer: %s", reply.get("error"))
             return None
-        return reply.get("answer")
+        try:
+            return decode_answer(question.op, reply)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self._stream is not None:

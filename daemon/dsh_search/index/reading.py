@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterator
 
-from dsh_search.index.files import CHUNK_BYTES, NO_SIGNATURE, OPAQUE, Signature, Text, joined
+from dsh_search.index.files import CHUNK_BYTES, NO_SIGNATURE, OPAQUE, Signature, Text, joined, smudged
 from dsh_search.index.query.formula import Query
 
 MAX_JUDGED_CHARS = 16 << 20  # a changed file with more text than this is a candidate unread
@@ -29,6 +30,7 @@ class Opened:
         self.fd = -1
         self.sig: Signature | None = None  # None: not a regular file that could be opened
         self.failed = False
+        self.read_ns = time.time_ns()  # before the signature: what a racily clean version is judged by
         try:
             self.fd = os.open(os.path.join(root, path), os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
             st = os.fstat(self.fd)
@@ -50,6 +52,12 @@ class Opened:
                 yield chunk
         except OSError:
             self.failed = True
+
+    def recorded(self) -> Signature:
+        """The signature to record for what was read (`files.smudged`: racily clean versions are not
+        trusted by the next daemon)."""
+        assert self.sig is not None
+        return smudged(self.sig, self.read_ns)
 
     def intact(self) -> bool:
         """Whether everything was read, of the version opened."""

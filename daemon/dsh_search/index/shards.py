@@ -24,6 +24,17 @@ the measurements behind FTS5. A contentless FTS5 table cannot forget a document 
 contentless_delete is not assumed), so a re-indexed file gets new documents and the old ones become
 garbage that no `docs` row points to; once most documents are garbage, the workspace builds a new set.
 
+**Versions** (`SCHEMA_VERSION`, in `meta`): a set of another version is never read, only set aside and
+built again (sets.py), so a bump costs one build and nothing else.
+
+    1  one document per file, its text whole; files past a size cap left out.
+    2  files in documents of files.CHUNK_BYTES, each starting with the last two characters of the one
+       before (bounded memory, no size cap); a file of several documents judged per file (`big_grams`),
+       so a literal across a seam is never missed; a file that cannot be read cleanly is OPAQUE (every
+       search hands it to ripgrep) instead of silently absent.
+    3  each document keeps its file's kind (no join with `files` on a lookup); OPAQUE files found through
+       a partial index. The Linux tree's `[A-Z]+_SUSPEND` lookup: 13 -> 6 ms.
+
 **Access.** One writer thread per shard writes through `Shard.db` in `Batch`es (transactions); searches
 read through a connection of their own (`Shard.reader`: WAL, so reads never wait for the writer).
 `Indexed` walks a shard's files in path order through the writer's connection, for merging with a
@@ -40,7 +51,7 @@ import sqlite3
 import threading
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 from dsh_search.index.files import OPAQUE, TEXT, Signature, Text
 from dsh_search.index.query.plan import Need, grams_of, holders
@@ -253,11 +264,6 @@ class Shard:
         """A transaction of writes (`with shard.batch() as batch: batch.put(...)`); with `commit_bytes`,
         committed (and a new one begun) whenever that much text has been put since the last commit."""
         return Batch(self, commit_bytes)
-
-    def remove_many(self, paths: Iterable[bytes]) -> None:
-        with self.batch() as batch:
-            for path in paths:
-                batch.remove(path)
 
 
 PAGE_ROWS = 1000

@@ -6,6 +6,7 @@ protocol, so every field here is a plain Python name.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import NamedTuple
 
 OFF, BUILDING, READY, FAILED = "off", "building", "ready", "failed"
@@ -21,6 +22,58 @@ STATES: dict[str, str] = {
 
 
 DOUBTS_LISTED = 20
+
+
+class Walk(StrEnum):
+    """Why a search walked instead of being answered from the index: every gate of the answer-or-walk
+    decision (index/planner.py, and the manager's before it), by name. `index/status` counts searches by
+    them (`walked_because`), the log names them, tests assert them."""
+
+    NO_INDEX = "no-index"
+    BUILDING = "building"
+    FAILED = "failed"
+    OWNER_SILENT = "owner-silent"
+    OUTSIDE = "outside"
+    NUL_ARGUMENT = "nul-argument"
+    NO_LITERALS = "no-literals"
+    GLOB_UNREAD = "glob-unread"
+    ROOT_UNSPELLED = "root-unspelled"
+    IN_DOUBT = "in-doubt"
+    ROOT_NOT_LISTED = "root-not-listed"
+    UNSETTLED = "unsettled"
+    INCLUDE_REACHES_SKIPPED = "include-reaches-skipped"
+    TOO_MANY_CHANGED = "too-many-changed"
+    TOO_COMMON = "too-common"
+    TOO_MANY_CANDIDATES = "too-many-candidates"
+    CANNOT_NAME = "cannot-name"
+    NO_FILE_SEARCHED = "no-file-searched"
+    INDEX_ERROR = "index-error"
+
+
+# Every reason, with what it means. index/status's schema and docs/behaviour.md come from here.
+WALK_REASONS: dict[Walk, str] = {
+    Walk.NO_INDEX: "no index of the workspace yet (auto: no slow walk yet; or it cannot be kept exact here)",
+    Walk.BUILDING: "the index is being built",
+    Walk.FAILED: "the index failed and waits to be built again, or its files were changed by another process",
+    Walk.OWNER_SILENT: "another daemon owns the index and did not answer in time",
+    Walk.OUTSIDE: "the search runs outside the indexed workspace",
+    Walk.NUL_ARGUMENT: "an argument holds a NUL byte (ripgrep refuses to start, as the walk shows)",
+    Walk.NO_LITERALS: "the pattern requires no literal of three characters or more: no file can be ruled out",
+    Walk.GLOB_UNREAD: "a glob the index does not read exactly as ripgrep does",
+    Walk.ROOT_UNSPELLED: "the search root cannot be spelled as ripgrep prints it (a symbolic link or `..` on "
+    "the way, a file as the root)",
+    Walk.IN_DOUBT: "the part of the workspace searched is in doubt (inDoubt says why)",
+    Walk.ROOT_NOT_LISTED: "the search root holds no file grep reads (hidden, ignored or empty)",
+    Walk.UNSETTLED: "whether grep reads some new files is not settled yet",
+    Walk.INCLUDE_REACHES_SKIPPED: "the include glob reaches files grep's walk skips without it (hidden, ignored)",
+    Walk.TOO_MANY_CHANGED: "too many files changed since indexed for a search to read them itself",
+    Walk.TOO_COMMON: "the pattern's rarest trigram is in more than half of the files: a walk costs no more",
+    Walk.TOO_MANY_CANDIDATES: "more than half of the files under the root can match: a walk costs no more",
+    Walk.CANNOT_NAME: "the candidates cannot be handed to ripgrep (command line too long, too many "
+    "directories to walk, a name a glob cannot carry)",
+    Walk.NO_FILE_SEARCHED: "no candidate: the walk decides whether it searched a file at all",
+    Walk.INDEX_ERROR: "the index raised an error (it is built again after a pause)",
+}
 
 
 class Status(NamedTuple):
@@ -44,5 +97,6 @@ class Status(NamedTuple):
     evicted: list[tuple[str, int]] | None = None  # other workspaces' indexes removed to keep the cache bound
     answered: dict[str, int] | None = None  # searches answered from the index, by tool
     walked: int | None = None  # searches that walked
+    walked_because: dict[str, int] | None = None  # searches that walked, by reason (Walk)
     role: str | None = None  # "owner" (this daemon keeps the index) or "guest" (another daemon does)
     served: int | None = None  # owner: other daemons' questions it answered

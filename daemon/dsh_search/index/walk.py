@@ -9,9 +9,10 @@ What the walk cannot see completely it does not pretend to: a directory it canno
 permission, a name longer than the kernel takes, no watch left) or cannot list, or in which an entry
 cannot be looked at, is *in doubt* (`Walked.doubts`, with the reason) and is not descended into —
 searches that reach it walk, and ripgrep reports it as it does. A file with more than one hard link
-(`Walked.linked`) can change through a name no watch sees. Rule files that inotify cannot follow
-(`Walked.rules`: ignore files that are symbolic links, `.git` files, repositories' exclude files) are
-handed to rules.py to be checked by `stat`.
+(`Walked.linked`) can change through a name no watch sees. Every rule file of grep's walk (`Walked.rules`:
+ignore files, `.git` entries that are not directories and what they point to, repositories' exclude
+files) is handed to rules.py to be checked by `stat` too: any of them may be a link, or gain one, to a
+name no watch sees.
 
 Rules of this module: a walk is pure work on a thread (inputs in, a `Walked` out); it changes nothing
 but the watcher's set of watches.
@@ -24,8 +25,8 @@ import os
 import threading
 from typing import NamedTuple
 
-from dsh_search.index.globlist import entry_key
-from dsh_search.index.rules import RULE_FILES, git_dir_excludes
+from dsh_search.index.globlist import entry_key, inode_key
+from dsh_search.index.rules import RULE_FILES, git_entry_rules
 from dsh_search.index.watch import Unwatchable, Watcher, WatchLimit, reason
 
 VCS_NAMES = frozenset((b".git", b".svn", b".hg", b".bzr", b".jj", b".sl"))  # never listed by glob
@@ -39,9 +40,9 @@ class WalkStopped(Exception):
 
 
 class Walked(NamedTuple):
-    files: list[bytes]  # globlist.entry_key(mtime, path relative to the workspace) of each file
+    files: list[bytes]  # globlist.entry_key(mtime, path relative to the workspace, inode) of each file
     doubts: dict[bytes, str]  # directories the walk could not see completely → why
-    linked: set[bytes]  # files with more than one hard link
+    linked: dict[bytes, int]  # files with more than one hard link → their globlist.inode_key
     rules: set[str]  # rule files to check by stat (absolute paths)
 
 
@@ -67,7 +68,7 @@ def walk(root: bytes, watcher: Watcher, start: bytes, stop: threading.Event | No
     Raises `WalkStopped` at the next directory once `stop` is set (the daemon is going away)."""
     files: list[bytes] = []
     doubts: dict[bytes, str] = {}
-    linked: set[bytes] = set()
+    linked: dict[bytes, int] = {}
     rules: set[str] = set()
     todo = [start]
     while todo:
@@ -98,20 +99,20 @@ def walk(root: bytes, watcher: Watcher, start: bytes, stop: threading.Event | No
                     if name == b".git":
                         if entry.is_dir(follow_symlinks=False):
                             watch_vcs(root, watcher, rel, rules)
-                        else:
-                            rules.add(os.fsdecode(entry.path))
-                            rules.update(git_dir_excludes(os.fsdecode(entry.path)))
+                        else:  # a `gitdir:` file, or a link to a repository elsewhere
+                            rules.update(git_entry_rules(os.fsdecode(entry.path)))
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(rel)
                     continue
-                if name in RULE_NAMES and entry.is_symlink():
+                if name in RULE_NAMES:
                     rules.add(os.fsdecode(entry.path))
                 if entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
-                    files.append(entry_key(st.st_mtime_ns, rel))
+                    inode = inode_key(st.st_dev, st.st_ino)
+                    files.append(entry_key(st.st_mtime_ns, rel, inode))
                     if st.st_nlink > 1:
-                        linked.add(rel)
+                        linked[rel] = inode
             except OSError as exc:
                 if exc.errno in (errno.ENOENT, errno.ENOTDIR):
                     continue  # vanished while listed: its own event follows

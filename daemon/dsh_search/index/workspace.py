@@ -8,12 +8,14 @@ Its life:
    (mounts.py) and the rule files no watch covers (rules.py), ask ripgrep for grep's list (lister.py),
    merge that list into the content index on disk (builder.py, into a shard set of its own that it can
    trust: sets.py). Until it is done, searches walk.
-2. **Every answer** first checks that the index's files are as this daemon left them, that the root is
-   still the directory watched and whether the mount table changed, then drains every event inotify has
-   queued (watch.py) into the bookkeeping (freshness.py): a file written before a request is seen by
-   that request. A search that reaches a part in doubt walks. Then glob answers from glob's list in
-   memory; grep from the planner (planner.py), which looks up candidates and reads the changed and
-   hard-linked files itself. The answers are spelled as ripgrep prints them (answers.py).
+2. **Every answer** is the planner's (planner.py: every gate, each "no" a named reason). When it asks
+   (`usable`), the workspace checks that the index's files are as this daemon left them, that the root
+   is still the directory watched and whether the mount table changed, then drains every event inotify
+   has queued (watch.py) into the bookkeeping (freshness.py): a file written before a request is seen
+   by that request. A search that reaches a part in doubt walks. Glob answers from glob's list in
+   memory; grep from the shards (`reading`), with the changed files and those with other names or views
+   (hard links, single-file mounts) read by the planner itself. The answers are spelled as ripgrep
+   prints them (answers.py).
 3. **In the background**, a moment after events stop (`MAINTAIN_AFTER_S`): everything listed again when
    it is all in doubt, grep's list asked again when it is, changed files indexed again, glob's list
    compacted, and the content index rebuilt into a fresh set once most of it is old versions of files.
@@ -32,22 +34,23 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GlobQuery, GrepQuery
 from dsh_search.engine.source import GlobFiles, GrepFiles
-from dsh_search.index import answers, builder, lister, sets
+from dsh_search.index import builder, lister, sets
 from dsh_search.index import mounts as mount_table
 from dsh_search.index.builder import Builder, Stopped
 from dsh_search.index.freshness import Freshness
-from dsh_search.index.globlist import GlobList, Matcher, Unsupported, glob_regex
+from dsh_search.index.globlist import GlobList
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.planner import Planner, analyse
+from dsh_search.index.planner import Planner
 from dsh_search.index.rules import RuleFiles
 from dsh_search.index.sets import ShardSet, disk_bytes, workspace_dir
-from dsh_search.index.shards import storage_fault
-from dsh_search.index.status import BUILDING, DOUBTS_LISTED, FAILED, OFF, READY, Status
+from dsh_search.index.shards import Shard, storage_fault
+from dsh_search.index.status import BUILDING, DOUBTS_LISTED, FAILED, OFF, READY, Status, Walk
 from dsh_search.index.walk import WalkStopped, walk
 from dsh_search.index.watch import Watcher, WatchLimit
 
@@ -180,15 +183,15 @@ class Workspace:
         if self._on_failure is not None:
             self._on_failure(self)
 
-    async def _usable(self, tool: str) -> Freshness | None:
+    async def usable(self, tool: str) -> Freshness | Walk:
         """The bookkeeping, checked and drained, when the index may answer a search of `tool` ("glob" or
-        "grep") at all now; None when not."""
+        "grep") at all now; else why not (the planner's gate 3)."""
         fresh, shard_set = self._fresh, self._set
         if self.state != READY or shard_set is None or fresh is None:
-            return None
+            return Walk.FAILED if self.state == FAILED else Walk.BUILDING
         if not shard_set.intact():
             self.fail("its files were changed, replaced or deleted by another process", set_at_fault=True)
-            return None
+            return Walk.FAILED
         try:
             fresh.check()
             if tool == "grep":
@@ -198,10 +201,30 @@ class Workspace:
             fresh.doubt_everything(f"checking the workspace failed: {exc}")
         self._drain()
         if self.state != READY:
-            return None
+            return Walk.FAILED
         if fresh.pending():
             self._schedule()
         return fresh
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[tuple[list[Shard], int] | None]:
+        """The current shards and the number of files grep reads, for as long as a search reads them: a
+        rebuild of the content index closes the old set only after the searches that use it."""
+        if self._set is None:
+            yield None
+            return
+        self._searching += 1
+        self._no_searches.clear()
+        try:
+            yield self._set.shards, self.counts.grep_files
+        finally:
+            self._searching -= 1
+            if not self._searching:
+                self._no_searches.set()
+
+    @property
+    def lister(self) -> GrepLister:
+        return self._lister
 
     def _events(self, on: bool) -> None:
         """Read inotify whenever it has something (on), or leave events queued in the kernel (off: while a
@@ -466,57 +489,10 @@ class Workspace:
                 compacted.overlay[path] = change
         fresh.files = compacted
 
-    # --- the engine's FileSource -----------------------------------------------------------------------
+    # --- the engine's FileSource (the planner decides) --------------------------------------------------
 
-    async def glob(self, cwd: str, path: str | None, pattern: str, deny: DenyGlobs) -> GlobFiles | None:
-        if "\0" in pattern:
-            return None  # no argument can carry a NUL: ripgrep fails to start, as a walk would
-        if not answers.inside(self.root, cwd):
-            return None  # never waits for a build it cannot use
-        fresh = await self._usable("glob")
-        if fresh is None:
-            return None
-        root = answers.search_root(self.root, self.real_root, cwd, path)
-        if root is None or fresh.in_doubt(root.start, "glob") is not None:
-            return None
-        try:
-            regex = glob_regex(pattern)
-        except Unsupported:
-            return None
-        fresh.refresh_stats()
-        matcher = Matcher(root.prefix, root.under, regex)
-        fresh.refresh_linked(matcher)
-        return answers.glob_files(fresh.files.matching(matcher), root, deny)
+    async def glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | Walk:
+        return await self._planner.glob(self, cwd, query, deny)
 
-    async def grep(
-        self, cwd: str, path: str | None, pattern: str, include: str | None, deny: DenyGlobs
-    ) -> GrepFiles | None:
-        if not answers.inside(self.root, cwd):
-            return None  # never waits for a build it cannot use
-        grep = analyse(pattern, include)
-        if grep is None:
-            return None
-        fresh = await self._usable("grep")
-        if fresh is None or self._set is None:
-            return None
-        root = answers.search_root(self.root, self.real_root, cwd, path)
-        if root is None:
-            return None
-        under = root.start
-        if fresh.in_doubt(under, "grep") is not None:
-            return None
-        if under.rstrip(b"/") not in fresh.grep_dirs:
-            return None  # hidden, ignored, or holding nothing grep reads: ripgrep's walk decides
-        if not await fresh.settle(under, self._lister, self.root):
-            return None
-        if grep.include is not None and await fresh.include_reaches_skipped(root.prefix, root.under, grep.include):
-            return None  # it brings back a file grep's walk skips without it
-        shards = self._set.shards
-        self._searching += 1
-        self._no_searches.clear()
-        try:
-            return await self._planner.choose(shards, fresh, root, grep, deny, self.counts.grep_files)
-        finally:
-            self._searching -= 1
-            if not self._searching:
-                self._no_searches.set()
+    async def grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | Walk:
+        return await self._planner.grep(self, cwd, query, deny)

@@ -151,8 +151,10 @@ class Dispatcher:
             return None if call.is_notification else envelope
         if envelope is not None and call.is_notification:
             return None  # a modern notification: only cancellation means anything, and the transport acted on it
-        session.current.set(session.Request(call.id, envelope))
         target = self.route(call, envelope)
+        if envelope is not None or target.mcp:
+            ctx.session.mcp_seen = True
+        session.current.set(session.Request(call.id, envelope, mcp_tool=target.mcp))
         if envelope is not None and target.mcp:  # MCP lets only tools/call (here) answer input_required
             asked = self._modern_roots(call, target, envelope)
             if asked is not None:
@@ -189,7 +191,7 @@ class Dispatcher:
         if isinstance(found, dict):
             return jsonrpc.result(call.id, self._complete(target.method, found))
         if found is not None:
-            session.current.set(session.Request(call.id, envelope, found))
+            session.current.set(session.Request(call.id, envelope, found, mcp_tool=True))
         return None
 
     def _complete(self, method: str, value: Any) -> Any:
@@ -225,7 +227,8 @@ class Dispatcher:
             log.exception("internal error in %s", spec.name)
             return Error(jsonrpc.INTERNAL_ERROR, "Internal error")
         if target.mcp:
-            value = mcp.success_result(value, resources.link(ctx, value))
+            whole = mcp.full(ctx)
+            value = mcp.success_result(value, resources.link(ctx, value) if whole else None, whole=whole)
         return Success(self._shaped(target, value))
 
     def _shaped(self, target: Target, value: Any) -> Any:

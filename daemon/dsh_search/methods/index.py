@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_search.config import INDEX_MODES
-from dsh_search.index.status import OFF, STATES, Status
+from dsh_search.index.status import OFF, STATES, WALK_REASONS, Status
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
@@ -76,6 +76,18 @@ FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"type": "object", "description": "Searches the index answered since the daemon started, by tool."},
     ),
     ("walked", "walked", _integer("Searches that walked the tree instead.")),
+    (
+        "walkedBecause",
+        "walked_because",
+        {
+            "type": "object",
+            "description": "Searches that walked, by why (the planner's reasons): "
+            + "; ".join(f"{reason.value}: {meaning}" for reason, meaning in WALK_REASONS.items())
+            + ".",
+            "propertyNames": {"enum": [reason.value for reason in WALK_REASONS]},
+            "additionalProperties": {"type": "integer"},
+        },
+    ),
     (
         "role",
         "role",

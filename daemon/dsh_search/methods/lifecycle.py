@@ -8,6 +8,7 @@ starting nothing: a client may spawn a copy of the server only to ask it (method
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from dsh_search import texts
@@ -15,6 +16,8 @@ from dsh_search.methods import era
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
+
+log = logging.getLogger("dsh_search.session")
 
 # The MCP revisions `initialize` negotiates, newest first.
 PROTOCOL_VERSIONS = era.LEGACY_VERSIONS
@@ -29,8 +32,13 @@ async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     capabilities = params.get("capabilities") if isinstance(params, dict) else None
     version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
     ctx.session.mcp = isinstance(asked, str)
+    ctx.session.mcp_seen = ctx.session.mcp_seen or ctx.session.mcp
+    client = params.get("clientInfo") if isinstance(params, dict) else None
+    if isinstance(client, dict):  # what a troubleshooter asks first: which client, and which era
+        log.info("client: %s %s, protocol %s", client.get("name"), client.get("version"), version)
     ctx.session.protocol_version = version if ctx.session.mcp else None
     ctx.session.client_roots = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
+    ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else None
     return {
         "protocolVersion": version,
         "serverInfo": server_info(ctx),

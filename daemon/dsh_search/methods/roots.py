@@ -6,7 +6,7 @@ client), and asks again on every `notifications/roots/list_changed` (a change th
 request is out is fetched again right after it). Only `file://` roots on this host count
 (session.root_from_uri). With roots known, the first root is the default `cwd` of a search, a
 relative `cwd` or `path` resolves against it, and a search outside every root is refused as one outside
-`allowedRoots` is (`scope`, checked by the engine's `core.locate`).
+`allowedRoots` is (`scope`, checked by the engine's `scope.locate`).
 
 No deadlock, no unbounded wait: each `roots/list` has a timeout (`ROOTS_TIMEOUT_S`); a search that
 arrives while one is out waits for it at most that long (`settled`), then uses what is known. A client
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from typing import Any
 
 from dsh_search.engine.failures import invalid_args
@@ -33,7 +34,7 @@ from dsh_search.engine.scope import Scope
 from dsh_search.methods import era
 from dsh_search.methods.context import Context
 from dsh_search.methods.registry import MethodSpec
-from dsh_search.methods.session import Root, modern_request, roots_from_result
+from dsh_search.methods.session import Root, current, modern_request, roots_from_result
 from dsh_search.transport.outgoing import PeerError
 
 log = logging.getLogger("dsh_search.roots")
@@ -81,6 +82,7 @@ def modern_roots(ctx: Context, envelope: era.Envelope, params: Any) -> tuple[Roo
     if not isinstance(answer, dict) or not isinstance(answer.get("roots"), list):
         raise invalid_args(f"inputResponses.{ROOTS_INPUT} must be a roots/list result")
     found = roots_from_result(answer)
+    _missing(found)
     if not found:
         log.warning(
             "roots/list: the client listed no usable root (%s; only file:// URIs of this machine count); "
@@ -98,10 +100,22 @@ def scope(ctx: Context) -> Scope:
     the client's roots."""
     client_roots = workspace_roots(ctx)
     workspace = client_roots[0].path if client_roots else ctx.workspace
+    fallback = not client_roots and not ctx.workdir_given and workspace == "/"
+    shared: tuple[str, ...] = ()
+    request = current.get()
+    if request is not None and request.mcp_tool and ctx.config.mcp_confine:
+        # What the model names stays inside what the client shared: its roots, else the workspace (none
+        # to confine to when that is only the fallback `/`); locate adds a cwd the host passed.
+        if client_roots:
+            shared = tuple(r.real for r in client_roots)
+            client_roots = ()  # confined (and refused) as shared, naming them
+        elif not fallback:
+            shared = (os.path.realpath(workspace),)
     return Scope(
         workspace=workspace,
         confinements=(ctx.config.allowed_roots, tuple(r.real for r in client_roots)),
-        workspace_is_fallback=not client_roots and not ctx.workdir_given and workspace == "/",
+        workspace_is_fallback=fallback,
+        shared=shared,
     )
 
 
@@ -132,6 +146,7 @@ async def _fetch(ctx: Context) -> None:
             session.roots = roots_from_result(result)
             if session.roots:
                 log.info("client roots: %s", ", ".join(r.path for r in session.roots))
+                _missing(session.roots)
             else:
                 log.warning(
                     "roots/list: the client listed no usable root (%s; only file:// URIs of this machine count); "
@@ -143,6 +158,14 @@ async def _fetch(ctx: Context) -> None:
                 )
         if not session.roots_stale:
             return
+
+
+def _missing(found: tuple[Root, ...]) -> None:
+    """Warn of each root that is not a directory here (a host's path that does not exist where the daemon
+    runs, e.g. in a container): searches in it fail with an error that names it."""
+    for root in found:
+        if not os.path.isdir(root.real):
+            log.warning("roots/list: the client's root %s is not a directory where dsh-search runs", root.path)
 
 
 def _listed(result: Any) -> str:

@@ -81,6 +81,7 @@ class Session:
     mcp: bool = False  # `initialize` named a protocolVersion: an MCP client
     protocol_version: str | None = None  # the revision `initialize` answered with (None: no initialize)
     client_roots: bool = False  # the client declared the `roots` capability
+    client_capabilities: dict[str, Any] | None = None  # what its `initialize` declared
     initialized: bool = False  # `notifications/initialized` arrived
     roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
     roots_fetch: asyncio.Task[None] | None = None  # a `roots/list` in flight
@@ -88,6 +89,10 @@ class Session:
     log_level: str | None = None  # set by logging/setLevel
     terminal_search_announced: bool = False  # listed in tools/list (auto mode: after a scrollback exists)
     listeners: list[Listener] = field(default_factory=list)  # open subscriptions/listen streams
+    # An MCP client has spoken (initialize with a protocolVersion, a 2026-07-28 request, or tools/call):
+    # its session ends with its input, so at stdin EOF what is still running is not waited for
+    # (EOF_WINDOW_S, docs/mcp.md "Closing").
+    mcp_seen: bool = False
 
     def log_threshold(self) -> str | None:
         """The least severe level sent as `notifications/message`, or None: send none.
@@ -100,12 +105,26 @@ class Session:
         return "notice" if self.mcp else None
 
 
+# How long, after an MCP client closed its input, the requests still running may take to finish before
+# they are aborted: a search about to answer still answers (a host that pipes a session through `printf`
+# gets it), one that is not is stopped with its ripgrep. Inside the graceMs + 1 s a closing client is
+# promised.
+EOF_WINDOW_S = 0.5
+
+
+def eof_window(session: Session) -> float | None:
+    """At stdin EOF: the window the running requests get (None: each runs to its own end, the NDJSON pipe
+    contract for hosts that are not MCP clients)."""
+    return EOF_WINDOW_S if session.mcp_seen else None
+
+
 class Request(NamedTuple):
     """What the request being served says for itself."""
 
     id: Any  # its JSON-RPC id (a subscription's id)
     envelope: Envelope | None = None  # its modern envelope; None: a legacy MCP or native request
     roots: tuple[Root, ...] | None = None  # the roots its client answered a roots/list with (MRTR)
+    mcp_tool: bool = False  # a tool run through tools/call: what the model names is confined (methods/roots.py)
 
     @property
     def modern(self) -> bool:

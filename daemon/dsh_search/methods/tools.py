@@ -4,20 +4,37 @@ A declaration says everything the protocol needs to know about a tool: its nativ
 params plus the host-only fields), the model-facing input schema and description, its result schema
 (also its MCP outputSchema), the error kinds it answers, how its progress reads, and `run`, which turns
 checked params into the engine's arguments and the engine's value into the result. The engine does the
-work (engine/glob.py, engine/grep.py, engine/terminal.py, engine/read.py); the dispatcher runs a tool the same
+work (engine/glob.py, engine/grep/, engine/terminal.py, engine/read.py); the dispatcher runs a tool the same
 way whether it is called natively or through `tools/call` (methods/dispatch.py). `read` is an MCP tool
 only with `readTool` (its native method is always served).
+
+glob's and grep's params become one typed value here (engine/request.py: `GlobQuery`, `GrepQuery`),
+read by field name once and checked once; below this face nothing reads them from a dict. grep's
+schema is made from that value's fields (`grep_spec`): each field's type is its schema type, its
+description is texts.GREP_PARAMETERS's, and the profile (`grepProfile`) says which fields a model sees.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
 from dsh_search.engine.read import DEFAULT_LIMIT
+from dsh_search.engine.request import (
+    EXTENDED,
+    MAX_CONTEXT,
+    UPSTREAM,
+    GlobQuery,
+    GrepQuery,
+    OutputMode,
+    check_glob,
+    check_grep,
+    grep_fields,
+    wire_name,
+)
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Tally
 from dsh_search.methods import resources
@@ -76,8 +93,19 @@ def search_result(meta: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+# The extended grep's listings (outputMode files, count) are paths, as glob's; a count listing adds each
+# path's count and their sum.
+LISTING_META: dict[str, Any] = {
+    **PATHS_META,
+    "properties": {
+        **PATHS_META["properties"],
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "matches": {"type": "integer"},
+    },
+}
 GLOB_RESULT = search_result(PATHS_META)
 GREP_RESULT = search_result(MATCHES_META)
+GREP_EXTENDED_RESULT = search_result({"oneOf": [MATCHES_META, LISTING_META]})
 SEARCH_ERRORS = openrpc_errors(*failures.KIND_NAMES, cancellable=True)
 
 # Host-only fields of glob and grep: never in the model-facing schema; MCP callers pass them in `_meta`.
@@ -86,9 +114,16 @@ HOST_FIELDS: dict[str, dict[str, Any]] = {
     "sessionId": {"type": "string", "description": "Host only: groups spill artifacts."},
 }
 
-# The spill session of a call that names none. Only an absent sessionId means it: "" is a session id
-# like any other (its artifacts go to session-<sha256("")[:12]>, as upstream's).
-DEFAULT_SESSION = "default"
+# The spill session of a call that names none (request.DEFAULT_SESSION). Only an absent sessionId means
+# it: "" is a session id like any other (its artifacts go to session-<sha256("")[:12]>, as upstream's).
+
+
+def model_schema(properties: dict[str, dict[str, Any]], required: tuple[str, ...]) -> dict[str, Any]:
+    """A tool's model-facing input schema: each optional property says `nullable` (a keyword JSON Schema
+    ignores), which frameworks that otherwise make every property required read (smolagents); a null
+    they send is taken as absent (methods/mcp.py)."""
+    marked = {name: prop if name in required else {**prop, "nullable": True} for name, prop in properties.items()}
+    return object_schema(marked, list(required))
 
 
 def _file_tool(
@@ -115,7 +150,7 @@ def _file_tool(
         errors=errors,
         tool=Tool(
             describe=describe,
-            input_schema=object_schema(model_properties, list(required)),
+            input_schema=model_schema(model_properties, required),
             run=run,
             progress=progress,
             host_fields=host_fields,
@@ -141,11 +176,16 @@ def search_scope(ctx: Context) -> Scope:
     return where
 
 
-async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
-    from dsh_search.engine.glob import GlobArgs, glob
+def glob_query(params: dict[str, Any]) -> GlobQuery:
+    """glob's params (checked against its schema) as the engine's value, checked."""
+    fields = {field: params[wire_name(field)] for field in GlobQuery._fields if wire_name(field) in params}
+    return check_glob(GlobQuery(**fields))
 
-    args = GlobArgs(params["pattern"], params.get("path"), params.get("cwd"), params.get("sessionId", DEFAULT_SESSION))
-    return (await glob(ctx.searcher, args, search_scope(ctx), tally)).as_json()
+
+async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+    from dsh_search.engine.glob import glob
+
+    return (await glob(ctx.searcher, glob_query(params), search_scope(ctx), tally)).as_json()
 
 
 GLOB = _file_tool(
@@ -163,33 +203,64 @@ GLOB = _file_tool(
 
 # --- grep ------------------------------------------------------------------------------------------------
 
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", OutputMode: "string"}
+_HINTS = get_type_hints(GrepQuery)
+
+
+def _field_schema(field: str, max_matches: int | None) -> dict[str, Any]:
+    """A grep field's model-facing schema: its type from GrepQuery's annotation, its description, and
+    the bounds request.check_grep enforces."""
+    kind = _HINTS[field]
+    base = next((t for t in get_args(kind) if t is not type(None)), kind)  # `int | None`: int
+    schema: dict[str, Any] = {"type": _JSON_TYPES[base], "description": texts.GREP_PARAMETERS[field]}
+    if base is OutputMode:
+        schema["enum"] = [mode.value for mode in OutputMode]
+    if field in ("before", "after", "context"):
+        schema.update(minimum=0, maximum=MAX_CONTEXT)
+    elif field == "offset":
+        schema["minimum"] = 0
+    elif field == "limit":
+        schema["minimum"] = 1
+        if max_matches is not None:
+            schema["maximum"] = max_matches
+    return schema
+
+
+def grep_query(params: dict[str, Any], profile: str, max_matches: int) -> GrepQuery:
+    """grep's params (checked against its schema) as the engine's value, checked: the profile's fields
+    and the host's, each by its name; every other field keeps its default."""
+    names = (*grep_fields(profile), "cwd", "session_id")
+    fields = {field: params[wire_name(field)] for field in names if wire_name(field) in params}
+    return check_grep(GrepQuery(**fields), max_matches)
+
 
 async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
-    from dsh_search.engine.grep import GrepArgs, grep
+    from dsh_search.engine.grep import grep
 
-    args = GrepArgs(
-        params["pattern"],
-        params.get("path"),
-        params.get("include"),
-        params.get("cwd"),
-        params.get("sessionId", DEFAULT_SESSION),
+    query = grep_query(params, ctx.config.grep_profile, ctx.config.grep_max_matches)
+    return (await grep(ctx.searcher, query, search_scope(ctx), tally)).as_json()
+
+
+def grep_spec(profile: str) -> MethodSpec[Context]:
+    """grep as a profile offers it: upstream's three parameters, or every field (grepProfile: extended)."""
+    describe: Callable[[Config], str] = (
+        (lambda c: texts.grep_description_extended(c.grep_max_matches))
+        if profile == EXTENDED
+        else (lambda c: texts.grep_description(c.grep_max_matches))
     )
-    return (await grep(ctx.searcher, args, search_scope(ctx), tally)).as_json()
+    return _file_tool(
+        "grep",
+        "Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
+        describe,
+        {wire_name(field): _field_schema(field, None) for field in grep_fields(profile)},
+        GREP_EXTENDED_RESULT if profile == EXTENDED else GREP_RESULT,
+        run_grep,
+        lambda tally: f"grep: {tally.items} matches in {tally.files} files so far",
+    )
 
 
-GREP = _file_tool(
-    "grep",
-    "Search file contents with a ripgrep regex; matches grouped by file as `Line N: …`.",
-    lambda c: texts.grep_description(c.grep_max_matches),
-    {
-        "pattern": {"type": "string", "description": texts.GREP_PATTERN_DESCRIPTION},
-        "path": {"type": "string", "description": texts.GREP_PATH_DESCRIPTION},
-        "include": {"type": "string", "description": texts.GREP_INCLUDE_DESCRIPTION},
-    },
-    GREP_RESULT,
-    run_grep,
-    lambda tally: f"grep: {tally.items} matches in {tally.files} files so far",
-)
+GREP = grep_spec(UPSTREAM)
+GREP_EXTENDED = grep_spec(EXTENDED)
 
 # --- terminal_search ---------------------------------------------------------------------------------------
 
@@ -243,7 +314,7 @@ TERMINAL_SEARCH = MethodSpec[Context](
     wellformed=False,  # session ids are keys, compared as sent; engine/terminal.py refuses lone surrogates
     tool=Tool(
         describe=lambda _config: texts.TERMINAL_SEARCH_DESCRIPTION,
-        input_schema=TERMINAL_SEARCH_PARAMS,
+        input_schema=model_schema(TERMINAL_SEARCH_PARAMS["properties"], tuple(TERMINAL_SEARCH_PARAMS["required"])),
         run=run_terminal_search,
         progress=lambda _tally: "terminal_search: searching",
         listed=terminal_search_listed,

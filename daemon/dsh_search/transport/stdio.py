@@ -6,10 +6,17 @@ concurrently and answer in any order; `$/cancelRequest` (LSP) and `notifications
 cancel the task; the task's own cancellation stops whatever it started (the engine terminates its rg
 process group).
 
-Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0; `exit` and
+Lifetime (docs/hosts.md, "Stopping it"): stdin EOF lets the requests already running finish, then exits 0
+(an MCP client's session, which ends with its input, allows them a short window instead: `eof_window`); `exit` and
 SIGTERM/SIGINT/SIGHUP abort running requests (their rg groups terminated: SIGTERM, SIGKILL after
 graceMs) and exit 0 within graceMs + 1 s. If the host stops reading our stdout (its end of the pipe is
 closed), nobody can hear the answers, so the daemon aborts and exits the same way.
+
+Through a channel (ssh, docker exec, kubectl exec: `relayed`), the reader of our stdout is the channel,
+which learns that its own reader, the host, is gone only when it next writes to it: at stdin EOF, while
+requests still run, the daemon writes it a notification (`DRAINING`) at once and then once a second, so that
+a channel whose host has died closes our stdout, and the daemon aborts as above instead of finishing
+searches nobody will read.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ _READ_SIZE = 1 << 20
 # catches up, so a host that writes faster than the daemon works (a flood of scrollback appends on a
 # busy machine) fills the pipe, not the daemon's memory.
 _MAX_UNREAD_BYTES = 8 << 20
+# The notification a relayed daemon writes while it answers what runs after stdin EOF, and how often.
+DRAINING = "$/dsh-search/draining"
+_DRAINING_EVERY_S = 1.0
 
 
 class Server:
@@ -54,8 +64,15 @@ class Server:
         stdout_fd: int = 1,
         on_exit: Callable[[], None] | None = None,
         handle_signals: bool = True,
+        eof_window: Callable[[], float | None] | None = None,
+        relayed: bool = False,
     ) -> None:
         self._grace_s = grace_s
+        # At stdin EOF: how long the requests still running may take to finish before they are aborted
+        # (None: as long as each takes, within its own bounds). Asked when the EOF arrives.
+        self._eof_window = eof_window
+        self._relayed = relayed  # stdout is read by a channel to the host (see the module docstring)
+        self._relay_task: asyncio.Task[None] | None = None
         self._decoder = Decoder(max_message_bytes, framing)
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
@@ -94,10 +111,15 @@ class Server:
         self.outgoing.close()  # nothing waits on a peer that is going away
         drained = asyncio.ensure_future(self.requests.drained())
         if reason == "eof":
-            # The host closed its end of stdin: answer what is running, then go (unless told otherwise).
+            # The host closed its end of stdin: answer what is running, then go (unless told otherwise) —
+            # or, when the session says its client has gone with its input (an MCP client), within the
+            # window it allows.
+            window = self._eof_window() if self._eof_window is not None else None
             aborted = asyncio.ensure_future(self._abort.wait())
-            await asyncio.wait({drained, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({drained, aborted}, timeout=window, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
+            if not drained.done():
+                log.info("input closed: aborting the requests still running")
         self.requests.abort_all()
         await asyncio.wait({drained}, timeout=self._grace_s + 0.5)
         drained.cancel()
@@ -115,8 +137,16 @@ class Server:
         self._ending.set()
         if reason != "eof":
             self._abort.set()
+        elif self._relayed and self._loop is not None and self._relay_task is None:
+            self._relay_task = self._loop.create_task(self._tell_relay())
         if self._finish is not None and not self._finish.done():
             self._finish.set_result(reason)
+
+    async def _tell_relay(self) -> None:
+        """After stdin EOF, while requests run: a write for the channel to fail on if the host is gone."""
+        while not self._abort.is_set() and (running := len(self.running_requests())):
+            self.notify(DRAINING, {"running": running})
+            await asyncio.sleep(_DRAINING_EVERY_S)
 
     def request_exit(self) -> None:
         self._end("exit")

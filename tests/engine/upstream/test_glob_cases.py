@@ -7,6 +7,7 @@ import pytest
 from dsh_search.engine import glob as glob_mod
 from dsh_search.engine.failures import INVALID_ARGS, ToolError
 from dsh_search.engine.paths import cwd_relative
+from dsh_search.engine.request import GlobQuery, check_glob
 from dsh_search.store.spill import SpillStore
 from tests.support.fakes import FAKE_HINT, NO_DENY, FakeSpill, make_app, run_glob
 from tests.support.upstream import case
@@ -21,18 +22,18 @@ def test_glob_shows_paths_inside_the_workdir_relative_and_others_as_given() -> N
 @case("T61")
 def test_glob_rejects_a_blank_pattern_or_path_and_trims_nothing() -> None:
     with pytest.raises(ToolError) as err:
-        glob_mod.validate(glob_mod.GlobArgs("  "))
+        check_glob(GlobQuery("  "))
     assert err.value.kind == INVALID_ARGS and err.value.message == "pattern must be a non-empty string"
     with pytest.raises(ToolError) as err:
-        glob_mod.validate(glob_mod.GlobArgs("*", " "))
+        check_glob(GlobQuery("*", " "))
     assert err.value.message == "path must be a non-empty string when given"
-    glob_mod.validate(glob_mod.GlobArgs(" *.ts "))  # accepted, and searched as it is: not trimmed
-    assert "--glob= *.ts " in glob_mod.build_argv(" *.ts ", None, NO_DENY, 1)
+    check_glob(GlobQuery(" *.ts "))  # accepted, and searched as it is: not trimmed
+    assert "--glob= *.ts " in glob_mod.build_argv(GlobQuery(" *.ts "), NO_DENY, 1)
 
 
 @case("T62")
 def test_glob_passes_the_path_after_double_dash() -> None:
-    assert glob_mod.build_argv("*.ts", "sub", NO_DENY, 1)[-2:] == ["--", "sub"]
+    assert glob_mod.build_argv(GlobQuery("*.ts", "sub"), NO_DENY, 1)[-2:] == ["--", "sub"]
 
 
 @case("T63")

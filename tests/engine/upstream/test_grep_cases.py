@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from dsh_search.engine import grep as grep_mod
 from dsh_search.engine.failures import INVALID_ARGS, SEARCH_FAILED, ToolError
+from dsh_search.engine.grep import argv as grep_argv
+from dsh_search.engine.request import GrepQuery, check_grep
 from tests.support.fakes import NO_DENY, FakeSpill, make_app, match_record, parsed, render_matches, run_grep
 from tests.support.upstream import case
 
@@ -125,15 +126,15 @@ def test_grep_result_that_cannot_be_saved_is_not_an_error() -> None:
 )
 def test_grep_rejects_blank_negated_or_comma_separated_arguments(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ToolError) as err:
-        grep_mod.validate(grep_mod.GrepArgs(**params))
+        check_grep(GrepQuery(**params), 250)
     assert err.value.kind == INVALID_ARGS and err.value.message == message
 
 
 @case("T88")
 def test_grep_accepts_a_blank_pattern_and_includes_as_written() -> None:
     for pattern, include in (("  ", "*.{ts,tsx}"), ("x", "{a,b"), ("x", " !x")):
-        grep_mod.validate(grep_mod.GrepArgs(pattern, include=include))  # accepted, and searched as written
-        argv = grep_mod.build_argv(pattern, None, include, NO_DENY)
+        query = check_grep(GrepQuery(pattern, include=include), 250)  # accepted, and searched as written
+        argv = grep_argv.search(query, grep_argv.JSON, NO_DENY)
         assert argv[:3] == ["--json", f"--regexp={pattern}", f"--glob={include}"]
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from dsh_search.engine import grep as grep_mod
+from dsh_search.engine.grep import json_parse, page
 from dsh_search.engine.paths import cwd_relative
 from dsh_search.engine.presentation import glob_meta, grep_meta, view_from_meta
 from tests.support.fakes import as_files, make_app, run_glob, run_grep
@@ -51,14 +51,14 @@ def test_display_paths_are_relative_only_strictly_inside_the_workdir() -> None:
 
 @case("T106")
 def test_a_line_within_the_cap_is_shown_whole() -> None:
-    assert grep_mod.preview_line("short", 100) == "short"
-    assert grep_mod.preview_line("x" * 7, 7) == "x" * 7  # exactly the cap is untouched
+    assert page.preview_line("short", 100) == "short"
+    assert page.preview_line("x" * 7, 7) == "x" * 7  # exactly the cap is untouched
 
 
 @case("T107")
 def test_matches_are_listed_by_file_in_first_seen_order() -> None:
-    text = grep_mod.format_files(
-        grep_mod.sections(as_files([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")]), None)
+    text = page.format_files(
+        json_parse.sections(as_files([("b.ts", 2, "x"), ("b.ts", 5, "z"), ("a.ts", 1, "y")]), None)
     )
     assert text == "b.ts\nLine 2: x\nLine 5: z\n\na.ts\nLine 1: y"
 

@@ -23,7 +23,7 @@ const ENVELOPE = {
 };
 
 function baseArgs(args, spill) {
-  return ['--sample-over-cap-glob-results', 'true', '--spill-dir', spill ?? scratch({}), ...args];
+  return ['--sample-over-cap-glob-results', 'true', '--spill-dir', spill ?? scratch({}), '--mcp-result', 'full', ...args];
 }
 
 // The daemon started through a shell that first appends its pid to `spawns`: each copy the client starts
@@ -74,7 +74,7 @@ test('tools are listed, called and validated by the SDK; failures are their text
   try {
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep', 'terminal_search', 'read']);
-    for (const tool of tools) assert.deepEqual(tool.outputSchema, tools[0].outputSchema);
+    for (const tool of tools) assert.equal(tool.outputSchema.additionalProperties, false);
     const calls = [
       ['glob', { pattern: '*.md' }, false],
       ['glob', { pattern: 'nothing' }, false],
@@ -91,7 +91,7 @@ test('tools are listed, called and validated by the SDK; failures are their text
         assert.equal(result.structuredContent, undefined);
         assert.equal(result._meta['dsh-search/error'].text, textOf(result));
       } else {
-        assert.deepEqual(result.structuredContent, { text: textOf(result) });
+        assert.equal(result.structuredContent.text, textOf(result));
       }
     }
     assert.equal(textOf(await client.callTool({ name: 'read', arguments: { path: 'd2/f2.md' } })), '     1\tline 2');
@@ -112,7 +112,7 @@ test('a capped result is read through its resource link and through the read too
   try {
     const capped = await client.callTool({ name: 'glob', arguments: { pattern: '*.md' } });
     const [pointer, link] = capped.content;
-    const locator = capped._meta['dsh-search/result'].spill.locator;
+    const locator = capped.structuredContent.spill.locator;
     assert.ok(locator.startsWith(spill), locator);
     assert.match(pointer.text, new RegExp(`Full sorted result stored at: ${locator}\\.`));
     assert.equal(link.type, 'resource_link');

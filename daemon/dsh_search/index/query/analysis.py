@@ -1,7 +1,8 @@
 """What a file must contain for a ripgrep regex to match in it: a formula of required substrings.
 
 `required(pattern)` reads `pattern` as ripgrep 15 does with its defaults (`rg --no-config -e PATTERN`:
-Rust's regex syntax, case-sensitive, Unicode, line by line) and answers a `Query` that is true of the
+Rust's regex syntax, case-sensitive, Unicode, line by line; `fold_case` and `fixed` for the flags that
+change that: `required`'s own text has the rule of each) and answers a `Query` that is true of the
 text of every file in which ripgrep reports a match. An index uses it to skip the files where the
 query is false; ripgrep still decides what matches (codesearch's and Zoekt's split).
 
@@ -419,23 +420,37 @@ class _Analysis:
         return _UNKNOWN  # syntax.Opaque: \d, \w, \s, \p{..}
 
 
-def required(pattern: str) -> Query:
-    """A condition true of the decoded text of every file in which `rg --no-config -e pattern`
-    reports a match (ANY when nothing is known). Never raises."""
+def required(pattern: str, *, fold_case: bool = False, fixed: bool = False) -> Query:
+    """A condition true of the decoded text of every file in which `rg --no-config -e pattern` reports a
+    match (ANY when nothing is known), with ripgrep's flags that change what can match:
+
+    - `fold_case` (`--ignore-case`, and `--smart-case`, which folds only when the pattern has no
+      upper-case letter: folding is the weaker condition, so it is sound for both): the pattern read as
+      if it began with `(?i)`, which is what ripgrep's flag means (an inner `(?-i)` still turns it off);
+    - `fixed` (`--fixed-strings`): the pattern is a string of plain characters, not a regex;
+    - `--multiline` needs no rule: a literal is a substring of the file's text whatever lines it spans,
+      and the text kept and judged holds the newlines.
+
+    Never raises."""
     try:
-        return _required(pattern)
+        return _required(pattern, fold_case=fold_case, fixed=fixed)
     except Exception:  # syntax.Bail, RecursionError, MemoryError; and a bug must cost precision, not a search
         return ANY
 
 
-def _required(pattern: str) -> Query:
+def _required(pattern: str, *, fold_case: bool = False, fixed: bool = False) -> Query:
     """`required` without its safety net (the tests call this, so that a bug shows)."""
     if len(pattern) > MAX_PATTERN or not _is_scalar_text(pattern):
         return ANY
-    tree = syntax.Parser("(?:" + pattern + ")").parse()
-    if syntax.depth(tree) > MAX_DEPTH:
-        return ANY
+    tree: syntax.Node
+    if fixed:
+        tree = syntax.Text(pattern)
+    else:
+        tree = syntax.Parser("(?:" + pattern + ")").parse()
+        if syntax.depth(tree) > MAX_DEPTH:
+            return ANY
     analysis = _Analysis()
+    analysis.fold = fold_case
     return shrink(analysis.query(analysis.node(tree)), MAX_NODES)
 
 

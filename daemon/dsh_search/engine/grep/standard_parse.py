@@ -1,7 +1,7 @@
-"""ripgrep's own printer, read by grep instead of `--json` (docs/decisions.md, "grep reads ripgrep's
-standard output").
+"""ripgrep's own printer, read by grep instead of `--json` (sans IO; docs/decisions.md, "grep reads
+ripgrep's standard output").
 
-With `ARGS`, ripgrep prints one block per file with matches, blocks separated by a blank line, and its
+With argv.STANDARD, ripgrep prints one block per file with matches, blocks separated by a blank line, and its
 `--stats` summary last:
 
     <path>\\0<N>: <line>\\n<N>: <line>\\n
@@ -45,24 +45,15 @@ from operator import add, mul, sub
 from typing import NamedTuple
 
 from dsh_search import texts
+from dsh_search.engine.grep.page import preview_line
 
-# After `--no-config`, before the pattern. `--with-filename` because ripgrep leaves the name out when it
-# searches a single file; `: ` after the line number so that `Line ` before each line is all a block
-# needs; `--stats` for the submatch count and the byte and file counters `--json` would have printed.
-ARGS = (
-    "--heading",
-    "--null",
-    "--with-filename",
-    "--line-number",
-    "--no-column",
-    "--color=never",
-    "--field-match-separator=: ",
-    "--stats",
-)
+# Every line of a section starts with texts.LINE_HEAD; this is how one follows the line before.
+NL_HEAD = "\n" + texts.LINE_HEAD
+NL_HEAD_BYTES = NL_HEAD.encode()
 
 CONTINUED = b"\0"  # a batch that starts with this continues the previous batch's last block
 
-# --- the --json records whose size JsonSize computes (rg 13-15; tests/engine/test_grep_std_rg.py checks it) ---
+# --- the --json records whose size JsonSize computes (rg 13-15; tests/engine/grep/test_standard_rg.py checks it) ---
 # Each `{}` is a value: a path or line object, a number, a string's content.
 _MATCH = '{{"type":"match","data":{{"path":{},"lines":{},"line_number":{},"absolute_offset":{},"submatches":[{}]}}}}\n'
 _SUBMATCH = '{{"match":{},"start":{},"end":{}}}'
@@ -105,6 +96,8 @@ _LONG_ESCAPE = bytes(c for c in range(0x20) if c not in b"\b\t\n\f\r")
 _BINARY_WARNING = re.compile(
     rb': WARNING: stopped searching binary file after match \(found "\\0" byte around offset ([0-9]+)\)\Z'
 )
+# ripgrep's message for a file named as the search's path that holds a NUL (`--json` prints its lines).
+_NAMED_BINARY = re.compile(rb': binary file matches \(found "\\0" byte around offset [0-9]+\)\Z')
 # A line as the printer writes it starts so. A warning that does too — its file's name is digits, or digits
 # and `: ` then more — could be a line of that file: the reading is unsure of it.
 _LINE_START = re.compile("[0-9]+: ")
@@ -184,7 +177,7 @@ class Batch(NamedTuple):
 
 def last_line(path: str, text: str) -> int:
     """The line number of a section's last line."""
-    start = max(text.rfind("\nLine ", len(path)), len(path)) + 6
+    start = max(text.rfind(NL_HEAD, len(path)), len(path)) + len(NL_HEAD)
     return int(text[start : text.index(":", start)])
 
 
@@ -276,15 +269,15 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     block: `Line ` goes before every line at once, the blocks are split apart, a block's NUL becomes its
     section's first `\nLine `. Its --json size comes from the batch's length and escape counts, less
     those of the paths between the lines."""
-    whole = blob[:-1].replace(b"\n", b"\nLine ").decode("utf-8")
-    parts = whole.split("\nLine \nLine ")
+    whole = blob[:-1].replace(b"\n", NL_HEAD_BYTES).decode("utf-8")
+    parts = whole.split(NL_HEAD + NL_HEAD)
     nuls = list(map(str.find, parts, repeat("\0")))
     if min(nuls) <= 0 or max(map(str.find, parts, repeat("\n"), repeat(0), nuls)) >= 0:
         raise Unsure("a block is not a path and lines")  # a name holding a newline: blocks cannot be told apart
     paths = list(map(str.__getitem__, parts, map(slice, nuls)))
-    lasts = list(map(str.rfind, parts, repeat("\nLine "), nuls))  # before each block's last line
+    lasts = list(map(str.rfind, parts, repeat(NL_HEAD), nuls))  # before each block's last line
     lines = list(map(add, map(str.count, parts, repeat("\n"), nuls), repeat(1)))
-    texts = list(map(str.replace, parts, repeat("\0"), repeat("\nLine "), repeat(1)))
+    texts = list(map(str.replace, parts, repeat("\0"), repeat(NL_HEAD), repeat(1)))
     between = "\0".join(paths) + "\0"  # what is not lines: paths, NULs, and warnings (below)
     offsets: list[int] = []  # of ripgrep's warnings that a NUL stopped a file's search
     # A warning ends its block with a line that starts with the file's name, not a digit, unless the name
@@ -292,19 +285,24 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     warnings = any("0" <= path[0] <= "9" for path in paths) and (
         max(map(str.find, parts, repeat(": WARNING: "), map(max, lasts, nuls))) >= 0
     )
+    if ": binary file matches (" in whole:  # a named binary file's message, which may read as a line
+        for i, part in enumerate(parts):
+            start = nuls[i] + 1 if lasts[i] < 0 else lasts[i] + len(NL_HEAD)
+            if part.startswith(paths[i], start) and _NAMED_BINARY.match(part[start + len(paths[i]) :].encode()):
+                raise Unsure("a binary file's message")
     if warnings or not _all_digits(parts, lasts, nuls):
         for i, part in enumerate(parts):
             offset = _warning(part, paths[i], lasts[i], nuls[i], continued and i == 0)
             if offset is not None:
                 offsets.append(offset)
-                between += part[nuls[i] + 1 if lasts[i] < 0 else lasts[i] + 6 :] + "\n"
+                between += part[nuls[i] + 1 if lasts[i] < 0 else lasts[i] + len(NL_HEAD) :] + "\n"
                 lines[i] -= 1
-                texts[i] = texts[i][: lasts[i] + 5]  # the NUL became `\nLine `: 5 more (none left: dropped below)
+                texts[i] = texts[i][: lasts[i] + len(NL_HEAD) - 1]  # the NUL became NL_HEAD (none left: dropped below)
     if cap is not None and _may_exceed(blob, 0, cap):  # a line may be over the cap: look block by block
         for i, text in enumerate(texts):
             block = text.encode("utf-8")  # bytes, not characters (`Line ` prefixes too: a bound)
             if lines[i] and len(block) > cap and _may_exceed(block, 0, cap):
-                body = text[nuls[i] + 6 :].replace("\nLine ", "\n").encode("utf-8") + b"\n"
+                body = text[nuls[i] + len(NL_HEAD) :].replace(NL_HEAD, "\n").encode("utf-8") + b"\n"
                 texts[i] = paths[i] + "\n" + _lines_one_by_one(body, cap)[0]
     blocks = len(parts)
     total = sum(lines)
@@ -337,7 +335,7 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
 
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
     """Whether every block's last line starts with a digit (its line number)."""
-    starts = [last + 6 if last >= 0 else nul + 1 for last, nul in zip(lasts, nuls, strict=True)]
+    starts = [last + len(NL_HEAD) if last >= 0 else nul + 1 for last, nul in zip(lasts, nuls, strict=True)]
     firsts = "".join(map(str.__getitem__, parts, starts))
     return firsts.isascii() and firsts.isdigit()  # ASCII: `²`, `٣` are digits to str.isdigit
 
@@ -345,7 +343,7 @@ def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
 def _warning(part: str, path: str, last: int, nul: int, continued: bool) -> int | None:
     """The offset in ripgrep's warning that a NUL stopped the search of the file, when the block ends
     with it (its lines end at `last`, or it is all a continued piece holds), else None."""
-    start = nul + 1 if last < 0 else last + 6
+    start = nul + 1 if last < 0 else last + len(NL_HEAD)
     if "0" <= part[start] <= "9" and not part.startswith(path + ": WARNING: ", start):
         return None
     warning = _BINARY_WARNING.match(part[start + len(path) :].encode("utf-8"))
@@ -411,6 +409,9 @@ def _piece(
     `\r\n`, its part of the --json size)."""
     binary_offset = None
     last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
+    if body.startswith(raw_path, last_start) and _NAMED_BINARY.match(body, last_start + len(raw_path), len(body) - 1):
+        # A named binary file's message; when the file's name is digits it reads as a line as well.
+        raise Unsure("a binary file's message")
     if not 48 <= body[last_start] <= 57 or body.startswith(raw_path + b": WARNING: ", last_start):
         # The last line may be ripgrep's warning that a NUL stopped the search of this file.
         warning = _BINARY_WARNING.match(body, last_start + len(raw_path), len(body) - 1)
@@ -435,7 +436,7 @@ def _piece(
         text = body[:-2] if ends_in_cr else body[:-1]
         if has_cr:
             text = text.replace(b"\r\n", b"\n")
-        shown = "Line " + text.replace(b"\n", b"\nLine ").decode("utf-8")
+        shown = texts.LINE_HEAD + text.replace(b"\n", NL_HEAD_BYTES).decode("utf-8")
         # Each line as --json writes it, from the block's length and escape counts alone: a printed line is
         # `<N>: <text>\n` (digits, 3 bytes, the text); --json writes the digits, and the text and its
         # newline escaped (the newline takes 2 bytes) in a value object.
@@ -487,24 +488,16 @@ def _lines_one_by_one(body: bytes, cap: int | None) -> tuple[str, int, int, bool
             not_utf8 = True
             exact += BYTES_FIXED + b64_size(len(raw) + 1)
             upper += 6 * len(raw)
-            out.append(f"Line {number}: {preview(texts.LINE_NOT_UTF8, cap)}")  # previewed too, as upstream does
+            out.append(
+                texts.match_line(number, preview_line(texts.LINE_NOT_UTF8, cap))
+            )  # previewed too, as upstream does
             continue
         exact += TEXT_FIXED + escaped_size(raw + b"\n")
         upper += escaped_size(raw)
         if line.endswith("\r"):  # printed `\r\n`: upstream removes the whole terminator
             line = line[:-1]
-        out.append(f"Line {number}: {preview(line, cap)}")
+        out.append(texts.match_line(number, preview_line(line, cap)))
     return "\n".join(out), exact, upper, not_utf8
-
-
-def preview(line: str, cap: int | None) -> str:
-    """A line cut to `cap` bytes of UTF-8 on a character boundary, then marked (grep.preview_line)."""
-    if cap is None or len(line) * 4 <= cap:
-        return line
-    data = line.encode("utf-8", "surrogatepass")
-    if len(data) <= cap:
-        return line
-    return data[:cap].decode("utf-8", "ignore") + texts.LINE_TRUNCATED_SUFFIX
 
 
 class JsonSize(NamedTuple):
@@ -554,17 +547,17 @@ def json_size(
 _LITERAL = re.compile(r"[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*")
 
 
-def literal_of(pattern: str) -> bytes | None:
-    """`pattern` when it is an identifier — letters, digits and `_`, not only digits — whose matches are
+def literal_of(regex: str) -> bytes | None:
+    """`regex` when it is an identifier — letters, digits and `_`, not only digits — whose matches are
     exactly its occurrences (no regex syntax, no case folding, not empty); else None. Only digits could
     be counted in the line numbers, which are not text."""
-    return pattern.encode() if _LITERAL.fullmatch(pattern) else None
+    return regex.encode() if _LITERAL.fullmatch(regex) else None
 
 
 _NO_UNICODE = re.compile(r"\(\?[a-zA-Z]*-[a-zA-Z]*u")
 
 
-def may_match_bytes(pattern: str) -> bool:
-    """Whether a match of `pattern` may split a character (Unicode mode turned off, `(?-u…)`): --json
+def may_match_bytes(regex: str) -> bool:
+    """Whether a match of `regex` may split a character (Unicode mode turned off, `(?-u…)`): --json
     then gives that submatch as base64."""
-    return _NO_UNICODE.search(pattern) is not None
+    return _NO_UNICODE.search(regex) is not None

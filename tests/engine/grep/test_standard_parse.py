@@ -1,4 +1,4 @@
-"""engine/rgstd.py, the reading of ripgrep's standard output, on streams written here: the grammar's
+"""engine/grep/standard_parse.py, the reading of ripgrep's standard output, on streams written here: the grammar's
 corners one by one, and generated streams cut into batches at every size, which must read as the whole
 stream does (tests/engine/test_grep_std_rg.py holds the reading to ripgrep's own output and to --json).
 """
@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_search import texts
-from dsh_search.engine import grep, rgstd
-from dsh_search.engine.batches import BlockBatches
+from dsh_search.engine.grep import json_parse, page, standard
+from dsh_search.engine.grep import standard_parse as rgstd
+from dsh_search.engine.grep.standard import BlockBatches
 from tests.support.examples import examples
 from tests.support.fakes import Inline
 
@@ -53,27 +54,27 @@ def printed(blocks: list[tuple[bytes, list[tuple[int, bytes]]]], warnings: dict[
 def read(stream: bytes, min_bytes: int = 1 << 16, max_bytes: int = 1 << 17, step: int = 1 << 20) -> tuple[Any, ...]:
     """The stream through grep's batches, each parsed as grep parses it (less grep's look at a file whose
     last line was printed with `\r\n`): (the sections, their --json size parts, the statistics)."""
-    account = grep._Account(1 << 40, False, None)
+    account = standard.Account(1 << 40, False, None)
 
-    def parse(blob: bytes) -> list[grep.Section]:
+    def parse(blob: bytes) -> list[page.Section]:
         batch = rgstd.parse(blob, 2000)
         account.add(batch.sizes)
         found = zip(batch.paths, batch.lines, batch.texts, strict=True)
-        return grep._in_stream_order(list(map(grep.Section._make, found)))
+        return page.in_stream_order(list(map(page.Section._make, found)))
 
     batches = BlockBatches(parse, Inline(), min_bytes=min_bytes, max_bytes=max_bytes)
     for at in range(0, len(stream), step):
         batches.feed(stream[at : at + step])
     parts = asyncio.run(batches.results())
-    return grep.ordered(parts), account.sizes, batches.stats
+    return page.ordered(parts), account.sizes, batches.stats
 
 
 def test_a_block_is_a_section() -> None:
     stream = printed([(b"src/a.c", [(3, b"static int x;"), (9, b'\tstatic\t"y";')]), (b"b.c", [(1, b"static")])])
     sections, sizes, found = read(stream)
     assert sections == [
-        grep.Section("b.c", 1, "b.c\nLine 1: static"),
-        grep.Section("src/a.c", 2, 'src/a.c\nLine 3: static int x;\nLine 9: \tstatic\t"y";'),
+        page.Section("b.c", 1, "b.c\nLine 1: static"),
+        page.Section("src/a.c", 2, 'src/a.c\nLine 3: static int x;\nLine 9: \tstatic\t"y";'),
     ]
     assert (sizes.files, sizes.lines) == (2, 3)
     assert found == rgstd.Stats(matches=3, matched_lines=3, files_with_matches=2, searches=2, bytes_searched=1000)
@@ -336,8 +337,8 @@ def test_a_search_reads_as_its_json_does(search: tuple[bytes, tuple[bytes, int],
     except rgstd.Unsure:
         assert may_be_unsure, std[:300]
         return
-    parsed = grep.parse_batch(json_out, "/w", 2000)
-    assert sections == grep.ordered([grep.sections(parsed.files, 2000)])
+    parsed = json_parse.parse_batch(json_out, "/w", 2000)
+    assert sections == page.ordered([json_parse.sections(parsed.files, 2000)])
     assert sizes.exact == exact
     bound = rgstd.json_size(sizes, found, seconds=0.001, submatch_bytes=False)
     assert bound.lower <= len(json_out) <= bound.upper, (bound, len(json_out))

@@ -26,8 +26,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_search.engine import grep
+from dsh_search import texts
 from dsh_search.engine.failures import ToolError
+from dsh_search.engine.grep import json_parse
+from dsh_search.engine.grep import page as grep_page
 from dsh_search.engine.spill import SpillRef
 from tests.support import grep_reference
 from tests.support.examples import examples
@@ -134,8 +136,8 @@ def test_two_spellings_of_one_displayed_path_are_one_file_in_stream_order() -> N
     """`x` and `<cwd>/x` display alike: the strict parser makes them one file, lines in stream order
     (found by the property test below)."""
     batch = b"\n".join([_match("x", 5), _match(f"{CWD}/x", 2), _match("y", 1)])
-    assert grep.parse_batch(batch, CWD, CAP) == grep_reference.parse_batch_strictly(batch, CWD, CAP)
-    assert [(f.path, f.numbers) for f in grep.parse_batch(batch, CWD, CAP).files] == [("x", [5, 2]), ("y", [1])]
+    assert json_parse.parse_batch(batch, CWD, CAP) == grep_reference.parse_batch_strictly(batch, CWD, CAP)
+    assert [(f.path, f.numbers) for f in json_parse.parse_batch(batch, CWD, CAP).files] == [("x", [5, 2]), ("y", [1])]
 
 
 @settings(
@@ -145,7 +147,7 @@ def test_two_spellings_of_one_displayed_path_are_one_file_in_stream_order() -> N
 def test_the_parser_agrees_with_the_previous_one(stream: tuple[list[bytes], list[int]]) -> None:
     lines, bounds = stream
     batches = [b"\n".join(lines[a:b]) for a, b in pairwise(bounds)]
-    new = [_parse(grep.parse_batch, b) for b in batches]
+    new = [_parse(json_parse.parse_batch, b) for b in batches]
     old = [_parse(grep_reference.parse_batch, b) for b in batches]
     strict = [_parse(grep_reference.parse_batch_strictly, b) for b in batches]
     assert new == strict
@@ -156,14 +158,16 @@ def test_the_parser_agrees_with_the_previous_one(stream: tuple[list[bytes], list
     ]
     if any(isinstance(p, tuple) for p in new):
         return
-    files = grep.ordered([grep.sections(p.files, CAP) for p in new])
-    reference = grep.ordered([grep.sections(p.files, CAP) for p in old])
+    files = grep_page.ordered([json_parse.sections(p.files, CAP) for p in new])
+    reference = grep_page.ordered([json_parse.sections(p.files, CAP) for p in old])
     total = sum(f.matches for f in files)
-    assert "".join(grep.spill_pieces(files, total)) == "".join(grep.spill_pieces(reference, total))
+    assert "".join(grep_page.spill_pieces(texts.grep_found(total), files)) == "".join(
+        grep_page.spill_pieces(texts.grep_found(total), reference)
+    )
     spill = SpillRef("/spill/x", 1, "hint")
     for limit in (1, 3, 250):
-        page = grep.render(files, max_matches=limit, spill=spill)
-        assert page == grep.render(reference, max_matches=limit, spill=spill)
+        page = grep_page.render(files, max_matches=limit, spill=spill)
+        assert page == grep_page.render(reference, max_matches=limit, spill=spill)
 
 
 @pytest.mark.parametrize("trailing", [b"", b"\n", b"\n\n"])
@@ -171,8 +175,8 @@ def test_a_batch_may_end_with_newlines(trailing: bytes) -> None:
     from tests.support.fakes import match_record
 
     batch = b"\n".join([match_record("a.c", 1, "x\n"), match_record("a.c", 2, "y\n")]) + trailing
-    assert grep.parse_batch(batch, CWD, CAP) == grep_reference.parse_batch(batch, CWD, CAP)
-    assert grep.parse_batch(batch, CWD, CAP).files[0].section == "a.c\nLine 1: x\nLine 2: y"
+    assert json_parse.parse_batch(batch, CWD, CAP) == grep_reference.parse_batch(batch, CWD, CAP)
+    assert json_parse.parse_batch(batch, CWD, CAP).files[0].section == "a.c\nLine 1: x\nLine 2: y"
 
 
 def test_line_numbers_past_the_prefix_table_are_formatted_too() -> None:
@@ -180,4 +184,6 @@ def test_line_numbers_past_the_prefix_table_are_formatted_too() -> None:
 
     numbers = [1, 65_535, 65_536, 10**12]
     batch = b"\n".join(match_record("a.c", n, f"l{n}\n") for n in numbers)
-    assert grep.parse_batch(batch, CWD, CAP).files[0].section == "a.c\n" + "\n".join(f"Line {n}: l{n}" for n in numbers)
+    assert json_parse.parse_batch(batch, CWD, CAP).files[0].section == "a.c\n" + "\n".join(
+        f"Line {n}: l{n}" for n in numbers
+    )

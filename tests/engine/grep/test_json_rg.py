@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh_search.engine import grep
+from dsh_search import texts
 from dsh_search.engine.batches import Batches
+from dsh_search.engine.grep import json_parse
+from dsh_search.engine.grep import page as grep_page
 from dsh_search.engine.spill import SpillRef
 from tests.support import grep_reference
 from tests.support.fakes import Inline
@@ -64,7 +66,7 @@ def test_ripgreps_own_output_parses_as_before(rg_path: str, tmp_path: Path, seed
     assert b'"bytes":' in stdout  # the streams hold what they are meant to
     rng = random.Random(seed)
     parsers = {
-        "new": grep.parse_batch,
+        "new": json_parse.parse_batch,
         "old": grep_reference.parse_batch,
         "strict": grep_reference.parse_batch_strictly,
     }
@@ -89,11 +91,13 @@ def test_ripgreps_own_output_parses_as_before(rg_path: str, tmp_path: Path, seed
             batches.flush()
             seen[name] = [future.result() for future in batches._futures]
         assert seen["new"] == seen["strict"] == seen["old"]
-        files = {name: grep.ordered([grep.sections(p.files, CAP) for p in parts]) for name, parts in seen.items()}
+        files = {
+            name: grep_page.ordered([json_parse.sections(p.files, CAP) for p in parts]) for name, parts in seen.items()
+        }
         total = sum(f.matches for f in files["new"])
         assert total == stdout.count(b'"type":"match"')
         spill = SpillRef("/spill/x", 1, "hint")
-        pages = {name: grep.render(f, max_matches=250, spill=spill) for name, f in files.items()}
+        pages = {name: grep_page.render(f, max_matches=250, spill=spill) for name, f in files.items()}
         assert pages["new"] == pages["old"]
-        artifacts = {name: "".join(grep.spill_pieces(f, total)) for name, f in files.items()}
+        artifacts = {name: "".join(grep_page.spill_pieces(texts.grep_found(total), f)) for name, f in files.items()}
         assert artifacts["new"] == artifacts["old"]

@@ -1,5 +1,5 @@
-"""grep's reading of ripgrep's standard output (engine/rgstd.py) against its reading of ripgrep's --json, on
-output the real ripgrep wrote for generated trees.
+"""grep's reading of ripgrep's standard output (engine/grep/standard_parse.py) against its reading of
+ripgrep's --json, on output the real ripgrep wrote for generated trees.
 
 The trees hold what makes the two printers differ or the reading hard: Unicode and control characters,
 quotes and backslashes (escaped by --json), CRLF, a lone CR, a last line without a newline (the standard
@@ -38,11 +38,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_search import config as config_mod
-from dsh_search.engine import grep as grep_mod
-from dsh_search.engine import rgstd
-from dsh_search.engine.batches import BlockBatches
 from dsh_search.engine.failures import ToolError
+from dsh_search.engine.grep import argv as grep_argv
+from dsh_search.engine.grep import grep, json_parse, page, standard
+from dsh_search.engine.grep import standard_parse as rgstd
+from dsh_search.engine.grep.standard import BlockBatches
 from dsh_search.engine.paths import DenyGlobs
+from dsh_search.engine.request import GrepQuery
 from dsh_search.engine.ripgrep import Launcher, child_environment
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
@@ -164,13 +166,13 @@ def rg(rg_path: str, root: Path, argv: list[str]) -> tuple[bytes, float]:
 
 def read_std(
     stdout: bytes, root: Path, pattern: str, rnd: random.Random
-) -> tuple[list[grep_mod.Section], rgstd.Sizes, rgstd.Stats | None]:
+) -> tuple[list[page.Section], rgstd.Sizes, rgstd.Stats | None]:
     """The standard output (of a search for `pattern` in `root`) through grep's batches, cut at random
     sizes and read in random chunks."""
     sizes = rnd.choice([(32, 64), (200, 700), (1 << 12, 1 << 13), (1 << 16, 1 << 17)])
-    account = grep_mod._Account(1 << 40, False, rgstd.literal_of(pattern))
+    account = standard.Account(1 << 40, False, rgstd.literal_of(pattern))
     batches = BlockBatches(
-        lambda blob: grep_mod._std_batch(blob, str(root), CAP, account),
+        lambda blob: standard.parse_batch(blob, str(root), CAP, account),
         Inline(),
         min_bytes=sizes[0],
         max_bytes=sizes[1],
@@ -181,12 +183,12 @@ def read_std(
         batches.feed(stdout[at : at + step])
         at += step
     parts = asyncio.run(batches.results())  # raises Unsure
-    return grep_mod.ordered(parts), account.sizes, batches.stats
+    return page.ordered(parts), account.sizes, batches.stats
 
 
-def read_json(stdout: bytes, root: Path) -> list[grep_mod.Section]:
-    parsed = grep_mod.parse_batch(stdout, str(root), CAP)
-    return grep_mod.ordered([grep_mod.sections(parsed.files, CAP)])
+def read_json(stdout: bytes, root: Path) -> list[page.Section]:
+    parsed = json_parse.parse_batch(stdout, str(root), CAP)
+    return page.ordered([json_parse.sections(parsed.files, CAP)])
 
 
 def unsure_here(tree: dict[bytes, bytes], path: str | None) -> bool:
@@ -214,7 +216,7 @@ def test_the_standard_output_reads_as_json_does(
         if path is not None and not os.path.exists(root / path):
             path = None
         tail = [f"--regexp={pattern}", *(["--", path] if path else [])]
-        std, _ = rg(rg_path, root, [*rgstd.ARGS, *tail])
+        std, _ = rg(rg_path, root, [*grep_argv.STANDARD, *tail])
         json_out, seconds = rg(rg_path, root, ["--json", *tail])
         try:
             got, sizes, stats = read_std(std, root, pattern, rnd)
@@ -260,17 +262,17 @@ def answer(rg_path: str, root: Path, params: dict[str, Any], std: bool, **overri
             workers=Workers.start(),
         )
         try:
-            result = await grep_mod.grep(searcher, grep_mod.GrepArgs(**params), Scope(str(root)))
+            result = await grep(searcher, GrepQuery(**params), Scope(str(root)))
         except ToolError as err:
             return ("error", err.kind, err.message)
         return ("result", result.text, result.meta, spill.saved)
 
-    reads = grep_mod._reads_standard_output
-    grep_mod._reads_standard_output = (lambda _config: True) if std else (lambda _config: False)  # type: ignore[assignment]
+    reads = standard.reads_standard_output
+    standard.reads_standard_output = (lambda _config: True) if std else (lambda _config: False)  # type: ignore[assignment]
     try:
         return asyncio.run(run())
     finally:
-        grep_mod._reads_standard_output = reads  # type: ignore[assignment]
+        standard.reads_standard_output = reads  # type: ignore[assignment]
 
 
 @settings(max_examples=max(3, EXAMPLES // 3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -323,3 +325,15 @@ def test_a_search_reads_the_standard_output_unless_it_must_not(
         for child in case.iterdir():
             child.unlink()
         case.rmdir()
+
+
+@pytest.mark.parametrize("name", ["0", "12", "f.c"])
+def test_a_named_binary_files_message_is_never_read_as_a_line(rg_path: str, tmp_path: Path, name: str) -> None:
+    """ripgrep's message for a named file holding a NUL (`<name>: binary file matches …`) reads as line 0 (or
+    12) of that file when its name is digits: the reading is unsure of it, and the search asks --json, which
+    prints the file's lines (found by the property test above, with a file named `0`)."""
+    write(tmp_path, {name.encode(): b"static\nstatic\n" + b"x\n" * 45000 + b"\0 static after\n"})
+    std, _ = rg(rg_path, tmp_path, [*grep_argv.STANDARD, "--regexp=static", "--", name])
+    assert b"binary file matches" in std and b"2: static" in std  # past the first buffer: lines, then the message
+    with pytest.raises(rgstd.Unsure):
+        read_std(std, tmp_path, "static", random.Random(0))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.locations import EXE, LAUNCH, WINDOWS
-from tests.support.processes import TAG_VARIABLE, new_tag, tagged
+from tests.support.processes import TAG_VARIABLE, new_tag, processes_named, tagged
 
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
@@ -263,11 +263,17 @@ class Daemon(Conversation):
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
 
     def ripgreps(self) -> list[int]:
-        """This daemon's ripgrep processes now (running, or left behind once it has gone)."""
+        """This daemon's ripgrep processes now (running, or left behind once it has gone). Under wine the
+        tag does not reach the host's view of a Windows child's environment: there, every process of the
+        sidecar's name counts (the Windows leg runs one test at a time)."""
+        if WINDOWS:
+            return processes_named("dsh-search-rg.exe")
         return tagged(self.tag, "-rg ")
 
     def leftovers(self) -> list[int]:
         """Whatever this daemon started that still runs (checked once it has gone)."""
+        if WINDOWS:
+            return processes_named("dsh-search-rg.exe") + processes_named(str(EXE).replace("/", "\\"))
         return tagged(self.tag)
 
     def close_stdin(self) -> None:

@@ -106,6 +106,7 @@ class ShardSet:
                 os.close(fd)
                 continue  # held by another daemon
             opened = cls(directory, fd)
+            _remove_temporaries(directory)
             try:
                 opened._open_shards(count, new=entry is None)
             except Unusable as exc:
@@ -230,6 +231,16 @@ class ShardSet:
             os.close(self._lock_fd)
             self._lock_fd = None
         _remove_tree(aside)
+
+
+def _remove_temporaries(directory: str) -> None:
+    """Trust records a daemon killed while writing one left under their temporary names (the set's lock is
+    held: no other daemon is writing one now)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(f".{TRUST}."):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
 
 
 def _remove_others(workspace: str, keep: str) -> None:

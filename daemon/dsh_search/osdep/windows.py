@@ -79,6 +79,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGBREAK)
 
 _READ = 1 << 16
 _CREATE_NEW_PROCESS_GROUP = 0x00000200
+_CREATE_SUSPENDED = 0x00000004
 _JOB_OBJECT_LIMIT_PROCESS_MEMORY = 0x00000100
 _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x00002000
 _JOB_EXTENDED_LIMIT_INFORMATION = 9
@@ -92,6 +93,7 @@ _EVENT_NAMES = {0: "Ctrl-C", 1: "Ctrl-Break", 2: "console closed", 5: "log-off",
 _ERROR_ACCESS_DENIED = 5
 
 _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+_ntdll = ctypes.WinDLL("ntdll")
 
 
 class _IoCounters(ctypes.Structure):
@@ -145,6 +147,8 @@ _kernel32.QueryInformationJobObject.argtypes = [
 _kernel32.AssignProcessToJobObject.argtypes = [wintypes.HANDLE, wintypes.HANDLE]
 _kernel32.TerminateJobObject.argtypes = [wintypes.HANDLE, wintypes.UINT]
 _kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+_ntdll.NtResumeProcess.argtypes = [wintypes.HANDLE]
+_ntdll.NtResumeProcess.restype = ctypes.c_long
 _kernel32.OpenProcess.restype = wintypes.HANDLE
 _kernel32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]
 _kernel32.GetExitCodeProcess.argtypes = [wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD)]
@@ -157,8 +161,10 @@ _kernel32.SetConsoleCtrlHandler.argtypes = [_HANDLER, wintypes.BOOL]
 
 def spawn_options() -> dict[str, Any]:
     """Popen's arguments for a child at the root of a tree of its own: a new console process group (a
-    Ctrl-C typed at the console is the daemon's to handle, not rg's), no handles but its std ones."""
-    return {"creationflags": _CREATE_NEW_PROCESS_GROUP, "close_fds": True}
+    Ctrl-C typed at the console is the daemon's to handle, not rg's), no handles but its std ones, and
+    suspended: `Tree.adopt` puts it in its Job Object before it runs a single instruction, so a daemon
+    killed at any instant leaves no child outside a job that dies with it."""
+    return {"creationflags": _CREATE_NEW_PROCESS_GROUP | _CREATE_SUSPENDED, "close_fds": True}
 
 
 class Tree:
@@ -180,7 +186,11 @@ class Tree:
 
     @classmethod
     def adopt(cls, proc: subprocess.Popen[bytes]) -> Tree:
-        return cls(proc)
+        """The tree of a child started with `spawn_options()` (suspended): in its job, then resumed."""
+        tree = cls(proc)
+        if _ntdll.NtResumeProcess(int(proc._handle)) != 0:  # type: ignore[attr-defined]
+            tree.kill()  # it cannot run: end it rather than leave it suspended forever
+        return tree
 
     def _set_limits(self, memory: int) -> bool:
         assert self._job is not None

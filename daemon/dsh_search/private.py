@@ -13,11 +13,13 @@ when it is **safe**, as ssh (`StrictModes`) and tmux check theirs:
   write it unless it is sticky (`/tmp`: there nobody can rename or remove another user's entries);
 - a symbolic link on the way belongs to that user or to root (nobody else can then point it elsewhere).
 
-`ensure` makes what is missing, mode 0700 (each missing parent too), and checks the rest; `problem`
-only checks. An unsafe directory raises `Unsafe` — an `OSError`, so that a spill save that meets it
-fails as any failed save does — whose message names the directory, what is wrong and the fix; nothing
-is read from or written to it. `tighten` takes group and other permissions off a directory of ours
-that is safe but readable by others (the index's folder names are workspaces' names).
+`ensure` makes what is missing, mode 0700 (each missing parent too), and checks the rest; `problem` only
+checks. On Windows there are no POSIX owners and modes to judge (the OS seam has no `user_id` there): a
+user's directories are private by their ACLs, and only the making is done. An unsafe directory raises
+`Unsafe` — an `OSError`, so that a spill save that meets it fails as any failed save does — whose
+message names the directory, what is wrong and the fix; nothing is read from or written to it. `tighten`
+takes group and other permissions off a directory of ours that is safe but readable by others (the
+index's folder names are workspaces' names).
 
 Rules of this module: `lstat`, `mkdir` and `chmod` only; what lives in the directories is the callers'.
 """
@@ -28,6 +30,8 @@ import contextlib
 import os
 import stat
 
+from dsh_search import osdep
+
 PRIVATE = 0o700
 
 
@@ -36,12 +40,8 @@ class Unsafe(OSError):
 
 
 def _owner(uid: int) -> str:
-    try:
-        import pwd
-
-        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except (ImportError, KeyError):
-        return f"uid {uid}"
+    name = osdep.user_name(uid)
+    return f"user {name} (uid {uid})" if name is not None else f"uid {uid}"
 
 
 def _who_writes(st: os.stat_result) -> str:
@@ -56,7 +56,9 @@ def _mode(st: os.stat_result) -> str:
 def problem(path: str, what: str) -> str | None:
     """Why the existing directory `path` is not safe to keep this user's state in, as one sentence
     naming it and the fix; None when it is safe. A directory that does not exist is not safe either."""
-    uid = os.geteuid()
+    uid = osdep.user_id()
+    if uid is None:
+        return None if os.path.isdir(path) else f"the {what} {path} does not exist or is not a directory"
     absolute = os.path.abspath(path)
     try:
         # Every symbolic link on the way: only this user or root can make it lead elsewhere.
@@ -143,11 +145,14 @@ def tighten(path: str) -> None:
     nobody else can list it: directories made by earlier versions, or with a looser mode."""
     with contextlib.suppress(OSError):
         st = os.stat(path)
-        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        if st.st_uid == osdep.user_id() and stat.S_IMODE(st.st_mode) & 0o077:
             os.chmod(path, stat.S_IMODE(st.st_mode) & 0o700)
 
 
 def private_entry(st: os.stat_result) -> bool:
     """Whether an entry inside a safe directory (its `lstat`) is a directory this user owns and nobody
     else can write: what a session directory or an index set must be, checked without walking up again."""
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    uid = osdep.user_id()
+    if uid is None:
+        return stat.S_ISDIR(st.st_mode)
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
+from dsh_search import osdep
+
 CHUNK = 1 << 20
 PAGE_MAX_BYTES = 8 << 20  # a page of `read` or `spill/read` stops at about this much text; the rest is a next page
 _NEWLINE = b"\n"
@@ -50,15 +52,15 @@ def open_regular(path: str, *, follow: bool = True) -> int:
     """A descriptor of the regular file at `path`, opened without blocking and checked by `fstat`
     (`NotRegular` otherwise; `OSError` when it cannot be opened). Without `follow`, a symbolic link in
     the last component is refused (`OSError` ELOOP)."""
-    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    flags = os.O_RDONLY | osdep.O_CLOEXEC | osdep.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
     if not follow:
-        flags |= os.O_NOFOLLOW
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegular(mode)
-        os.set_blocking(fd, True)
+        osdep.blocking(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -110,7 +112,7 @@ def page(
                         last_byte = b"\0"  # the file ends in a hole: it ends without a line break
                     break
                 # no SEEK_DATA here: read everything
-        chunk = os.pread(fd, CHUNK, position)
+        chunk = osdep.pread(fd, CHUNK, position)
         if not chunk:
             break
         position += len(chunk)

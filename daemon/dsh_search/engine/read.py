@@ -21,7 +21,7 @@ import os
 import stat
 from typing import Any, NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.engine import failures, files
 from dsh_search.engine.failures import ToolError
 from dsh_search.engine.scope import Scope, locate
@@ -102,7 +102,7 @@ def _read(path: str, args: ReadArgs, max_line_bytes: int) -> ReadResult:
     except OSError as exc:
         raise ToolError(failures.SEARCH_FAILED, texts.read_unreadable(args.path, _reason(exc))) from None
     try:
-        if b"\0" in os.pread(fd, _BINARY_PROBE, 0):
+        if b"\0" in osdep.pread(fd, _BINARY_PROBE, 0):
             raise failures.invalid_args(texts.read_binary(args.path))
         # A shown line keeps a few bytes more than its cut: enough to cut it exactly as the whole line
         # would be (grep.preview_line), never more, whatever the line's length.

@@ -50,7 +50,7 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
     confinement, a search inside the spill directory is allowed: the footers tell the model to grep there
     — unless that directory is not this user's alone (private.py), when nothing in it is the daemon's.
     """
-    if scope.workspace_is_fallback and not (cwd or "").startswith("/") and not (path or "").startswith("/"):
+    if scope.workspace_is_fallback and not os.path.isabs(cwd or "") and not os.path.isabs(path or ""):
         raise failures.invalid_args(texts.NO_WORKSPACE)
     named = scope.workspace if cwd is None else os.path.join(scope.workspace, cwd)
     base = directory_name(named)

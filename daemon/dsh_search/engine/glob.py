@@ -218,4 +218,5 @@ async def glob(searcher: Searcher, query: GlobQuery, scope: Scope, tally: Tally 
         spill=spill,
     )
     meta = glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes)
-    return SearchResult(page.text + problems_suffix(result), meta, spill)
+    partial = len(paths) > config.glob_max_results
+    return SearchResult(page.text + problems_suffix(result), meta, spill, found=len(paths), partial=partial)

@@ -215,7 +215,12 @@ class Dispatcher:
                 params = params_mod.check(spec.params, params, wellformed=spec.wellformed)
             if spec.tool is not None:
                 found = await spec.tool.run(ctx, params, invocation.tally)
-                value = mcp.success_result(ctx, spec.tool, found, resources.link) if target.mcp else found.as_json()
+                if target.mcp:
+                    how = mcp.shape(ctx)
+                    link = resources.link(ctx, found.as_json()) if how == mcp.FULL else None
+                    value = mcp.success_result(how, spec.tool, found, link)
+                else:
+                    value = found.as_json()
             else:
                 assert spec.handler is not None, f"{spec.name} has neither a handler nor a tool"
                 value = await spec.handler(ctx, params)

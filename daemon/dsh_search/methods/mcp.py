@@ -36,7 +36,6 @@ see `terminalSearch`; read without `readTool`) is neither in tools/list nor call
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -152,22 +151,19 @@ def definitions(ctx: Context) -> list[dict[str, Any]]:
 
 
 def success_result(
-    ctx: Context, tool: Tool[Context], value: ToolValue, link: Callable[[Context, dict[str, Any]], Any]
+    how: str, tool: Tool[Context], value: ToolValue, link: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A tool's value as an MCP result: its text as the one content item, and by this request's shape
-    nothing more (TEXT), its structured content (STRUCTURED), or the native result and a capped result's
-    `link(ctx, native)` (FULL; methods/resources.py)."""
-    how = shape(ctx)
+    """A tool's value as an MCP result in a shape (`shape`): its text as the one content item, and nothing
+    more (TEXT), its structured content (STRUCTURED), or the native result and, after the text, the
+    capped result's `link` (FULL; methods/resources.py makes it)."""
     content: list[dict[str, Any]] = [{"type": "text", "text": value.text}]
     if how == TEXT:
         return {"content": content, "isError": False}
     if how == STRUCTURED:
         return {"content": content, "structuredContent": tool.structured(value), "isError": False}
-    native = value.as_json()
-    linked = link(ctx, native)
-    if linked is not None:
-        content.append(linked)
-    return {"content": content, "structuredContent": native, "isError": False}
+    if link is not None:
+        content.append(link)
+    return {"content": content, "structuredContent": value.as_json(), "isError": False}
 
 
 def error_result(err: ToolError) -> dict[str, Any]:

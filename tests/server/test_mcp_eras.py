@@ -6,6 +6,7 @@ frozen executable in tests/mcp."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -555,6 +556,27 @@ def test_clients_whose_framework_shows_the_model_more_than_the_text_get_the_text
             assert all(("outputSchema" in t) is recognised for t in d.result("tools/list")["tools"]), mode
             plain = d.result("tools/call", call)
             assert ("structuredContent" in plain) is recognised and [b["type"] for b in plain["content"]] == ["text"]
+
+
+def test_each_client_is_logged_once_with_the_shape_it_was_given(tree: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """At info: what a troubleshooter asks first, and what tests/frameworks records; bounded."""
+    caplog.set_level(logging.INFO, logger="dsh_search")
+    fastmcp = {era.CLIENT_INFO: {"name": "mcp", "version": "0.1.0"}, era.LOG_LEVEL: "debug"}
+    with InProcessDaemon(workdir=tree) as d:
+        d.result("server/discover", modern(**fastmcp))  # no tool listed or called: not noted
+        for _ in range(2):
+            d.result("tools/list", modern(**fastmcp))
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}})
+        for i in range(2 * mcp.CLIENTS_NOTED_MAX):
+            d.result("tools/list", modern(**{era.CLIENT_INFO: {"name": f"c{i}"}}))
+    lines = [r.getMessage() for r in caplog.records if r.name == "dsh_search.mcp"]
+    assert lines[:2] == [
+        'client {"name":"mcp","version":"0.1.0"}, protocol 2026-07-28, capabilities {}, log level debug: tool '
+        "results text (mcpResult auto: " + str(mcp.text_alone(fastmcp[era.CLIENT_INFO], "debug")) + ")",
+        'client {"name":"x"}, protocol 2025-11-25, capabilities {}, log level None: tool results structured '
+        "(mcpResult auto)",
+    ]
+    assert len(lines) == mcp.CLIENTS_NOTED_MAX
 
 
 def test_full_mode_gives_the_native_result_under_schemas_that_discriminate(tmp_path: Path) -> None:

@@ -90,12 +90,17 @@ def shape(ctx: Context) -> str:
     return TEXT if text_alone(info, level) is not None else STRUCTURED
 
 
+# At most this many distinct clients are logged by one daemon (a client could vary its clientInfo per
+# request; what is remembered stays bounded).
+CLIENTS_NOTED_MAX = 32
+
+
 def note_client(ctx: Context, protocol: str | None) -> None:
     """Log, once per distinct client, who it is and how its results are shaped (info): what a
     troubleshooter asks first, and what tests/frameworks records for each framework."""
     info, capabilities, level = client(ctx)
     key = orjson.dumps([info, capabilities, level, protocol], option=orjson.OPT_SORT_KEYS)
-    if key in ctx.session.clients_noted:
+    if key in ctx.session.clients_noted or len(ctx.session.clients_noted) >= CLIENTS_NOTED_MAX:
         return
     ctx.session.clients_noted.add(key)
     how = shape(ctx)

@@ -35,10 +35,9 @@ see `terminalSearch`; read without `readTool`) is neither in tools/list nor call
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
-
-import orjson
 
 from dsh_search.engine.failures import INVALID_ARGS, ToolError, invalid_args
 from dsh_search.methods import params as params_mod
@@ -99,7 +98,9 @@ def note_client(ctx: Context, protocol: str | None) -> None:
     """Log, once per distinct client, who it is and how its results are shaped (info): what a
     troubleshooter asks first, and what tests/frameworks records for each framework."""
     info, capabilities, level = client(ctx)
-    key = orjson.dumps([info, capabilities, level, protocol], option=orjson.OPT_SORT_KEYS)
+    # The stdlib's encoder, ASCII: what a client sends may hold lone surrogates, which orjson refuses.
+    said = [json.dumps(value, separators=(",", ":"), sort_keys=True) for value in (info, capabilities)]
+    key = "\0".join([*said, str(level), str(protocol)])
     if key in ctx.session.clients_noted or len(ctx.session.clients_noted) >= CLIENTS_NOTED_MAX:
         return
     ctx.session.clients_noted.add(key)
@@ -107,9 +108,9 @@ def note_client(ctx: Context, protocol: str | None) -> None:
     reason = text_alone(info, level) if ctx.config.mcp_result == "auto" else None
     log.info(
         "client %s, protocol %s, capabilities %s, log level %s: tool results %s",
-        orjson.dumps(info).decode(),
+        said[0],
         protocol,
-        orjson.dumps(capabilities).decode(),
+        said[1],
         level,
         f"{how} (mcpResult {ctx.config.mcp_result}{': ' + reason if reason else ''})",
     )

@@ -83,7 +83,7 @@ class Session:
     client_roots: bool = False  # the client declared the `roots` capability
     client_capabilities: dict[str, Any] | None = None  # what its `initialize` declared
     client_info: dict[str, Any] | None = None  # the clientInfo its `initialize` sent
-    clients_noted: set[bytes] = field(default_factory=set)  # clients logged so far (methods/mcp.py note_client)
+    clients_noted: set[str] = field(default_factory=set)  # clients logged so far (methods/mcp.py note_client)
     initialized: bool = False  # `notifications/initialized` arrived
     roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
     roots_fetch: asyncio.Task[None] | None = None  # a `roots/list` in flight

@@ -856,6 +856,10 @@ def warm_daemon(b: Bench, tree: Path, name: str, checks: list[Check]) -> tuple[D
     # call does): the build is measured, not the disk. Nothing else runs while it builds.
     bare_rg(b.rg, ["-l", "zq_no_such_token_xj"], tree)
     bare_rg(b.rg, ["--files", "--hidden", "--no-ignore"], tree)
+    # One ripgrep pass over every file, for scale: the build reads the same text (recorded, not a target).
+    pass_started = time.perf_counter()
+    bare_rg(b.rg, ["-l", "zq_no_such_token_xj"], tree)
+    rg_pass_ms = (time.perf_counter() - pass_started) * 1000
     started = time.perf_counter()
     daemon = Daemon(b.exe, tree, b.spill(), index="on", index_dir=index_dir)
     status = daemon.wait_for_index(started)
@@ -872,6 +876,8 @@ def warm_daemon(b: Bench, tree: Path, name: str, checks: list[Check]) -> tuple[D
         "cpu_s": round(daemon.cpu_s(), 1),
         "peak_rss_after_build_mb": daemon.peak_rss_mb(),
         "watches": status["watches"],
+        "rg_pass_ms": round(rg_pass_ms, 1),
+        "build_vs_rg_pass": round(status["builtInMs"] / max(1.0, rg_pass_ms), 2),
     }
     result = Result(
         f"warm-build-{name}",
@@ -1082,9 +1088,13 @@ def run_warm(b: Bench) -> None:
 
 
 def run_warm_kernel(b: Bench) -> None:
-    # Issue 17's targets: built in 60 s on 2 CPUs, at most half the text's size, 200 MB at the peak.
+    # Issue 35's targets: built in 20 s on 2 CPUs (stretch: 12 s), at most a fifth of the text's size, 150 MB
+    # at the peak (issue 17's were 60 s, half the text and 200 MB).
     daemon, build = warm_daemon(
-        b, b.tree, "kernel", [Check("median_ms", 60_000), Check("size_ratio", 0.5), Check("peak_rss_mb", 200)]
+        b,
+        b.tree,
+        "kernel",
+        [Check("median_ms", 20_000, 12_000), Check("size_ratio", 0.2), Check("peak_rss_mb", 150)],
     )
     plain = b.daemon
     done: list[Result] = []

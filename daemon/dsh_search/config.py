@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 
 MAX_GRACE_MS = 2_147_483_647
 
@@ -72,12 +72,12 @@ LIST_FLAGS = {"allowedRoots": "--allowed-root", "denyGlobs": "--deny-glob"}
 
 
 def default_spill_dir(environ: Mapping[str, str]) -> str:
-    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    state = osdep.state_home(environ)
     return os.path.join(state, "dsh-search", "spill")
 
 
 def default_index_dir(environ: Mapping[str, str]) -> str:
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = osdep.cache_home(environ)
     return os.path.join(cache, "dsh-search", "index")
 
 
@@ -182,7 +182,8 @@ KEYS: tuple[Key, ...] = (
         "spillDir",
         "str",
         None,
-        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill",
+        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\spill)",
         help="Directory of the spill store, where the complete results of capped searches are saved (created 0700).",
     ),
     Key(
@@ -276,7 +277,8 @@ KEYS: tuple[Key, ...] = (
         "indexDir",
         "str",
         None,
-        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index",
+        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\index)",
         help="Directory of the workspace indexes (one subdirectory per workspace, created 0700); daemons "
         "may share it. Deleting it while a daemon runs loses nothing: searches walk and the index is built "
         "again.",

@@ -404,18 +404,19 @@ def test_a_tree_with_an_unreadable_directory_is_indexed_around_it(start: MakeDae
 # --- 11: random bytes in a shard before start ------------------------------------------------------------------------
 
 
-def test_a_set_damaged_before_start_is_set_aside_not_reused(start: MakeDaemon, tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["content-*.sqlite", "content-*.grams"])
+def test_a_set_damaged_before_start_is_set_aside_not_reused(start: MakeDaemon, tmp_path: Path, kind: str) -> None:
     root = tree(tmp_path / "w")
     index_dir = tmp_path / "index"
     first, off = pair(start, root, index_dir)
     same(first, off, "grep", {"pattern": "SUSPEND_1[0-9]"})
     first.stop()
-    shards = files_named(index_dir, "content-*.sqlite")
+    shards = files_named(index_dir, kind)
     assert shards
     damaged = shards[0]
     with open(damaged, "r+b") as f:
-        f.seek(4096)
-        f.write(os.urandom(8192))
+        f.seek(min(4096, damaged.stat().st_size // 2))
+        f.write(os.urandom(64))
     damaged_set = damaged.parent
     second = start("--workdir", str(root), "--index", "on", "--index-dir", str(index_dir))
     ready(second)
@@ -498,7 +499,15 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("glob", {"pattern": "src/m1/*"}),
     ("grep", {"pattern": "SUSPEND_3", "path": "src/m3"}),
 ]
-INDEX_FILES = ["content-*.sqlite", "content-*.sqlite-wal", "content-*.sqlite-shm", "lock", "trust", "used"]
+INDEX_FILES = [
+    "content-*.sqlite",
+    "content-*.sqlite-wal",
+    "content-*.sqlite-shm",
+    "content-*.grams",
+    "lock",
+    "trust",
+    "used",
+]
 
 
 def damage(index_dir: Path, pattern: str, how: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def test_an_index_directory_that_cannot_be_made_is_a_reason(rg_path: str, tmp_pa
 def test_where_the_index_cannot_be_exact_auto_stays_off(
     rg_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(manager_mod.sys, "platform", "darwin")
+    monkeypatch.setattr(sys, "platform", "darwin")  # the OS seam (osdep.posix) asks at call time
     assert "no inotify on darwin" in (unsupported_reason(str(tmp_path)) or "")
     root = str(tree(tmp_path / "w"))
 

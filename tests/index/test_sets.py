@@ -8,14 +8,14 @@ import os
 import time
 from pathlib import Path
 
-from dsh_search.index.files import Signature, Text
+from dsh_search.index.files import Content, Signature
 from dsh_search.index.sets import TRUST, ShardSet, evict, in_use, touch_used
 
 
 def _fill(shard_set: ShardSet) -> None:
     for i, shard in enumerate(shard_set.shards):
         with shard.batch() as batch:
-            batch.put(f"f{i}".encode(), Signature(1, 2, 3, 4), Text([b"needle in a file"]))
+            batch.put(f"f{i}".encode(), Signature(1, 2, 3, 4), Content([b"needle in a file"]))
 
 
 def test_a_set_left_as_its_writer_left_it_is_reused(tmp_path: Path) -> None:
@@ -25,6 +25,18 @@ def test_a_set_left_as_its_writer_left_it_is_reused(tmp_path: Path) -> None:
     again = ShardSet.open(str(tmp_path), 2)
     assert again.directory == first.directory
     assert again.shards[0].count(b"", None) == 1
+    again.close()
+
+
+def test_a_trust_record_left_half_written_by_a_killed_daemon_is_removed(tmp_path: Path) -> None:
+    first = ShardSet.open(str(tmp_path), 2)
+    _fill(first)
+    first.close()
+    stray = Path(first.directory) / f".{TRUST}.12345.67890"  # the temporary name of sets._record
+    stray.write_bytes(b'{"version": 1, "fi')
+    again = ShardSet.open(str(tmp_path), 2)
+    assert again.directory == first.directory
+    assert not stray.exists()
     again.close()
 
 

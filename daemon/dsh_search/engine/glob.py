@@ -13,12 +13,13 @@ bytes): deterministic, and as fast as ripgrep's own sorted listing on large tree
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
 from dsh_search.engine.jscompat import utf8_growth
@@ -73,16 +74,12 @@ def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
     except UnicodeDecodeError:
         text, utf8, growth = blob.decode("utf-8", "surrogateescape"), False, utf8_growth(blob)
     out = []
-    fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        stat = os.stat
+    with osdep.stat_at(cwd) as stat:
         for path in text.split("\0"):
             try:
-                out.append((stat(path, dir_fd=fd).st_mtime_ns, path))
+                out.append((stat(path).st_mtime_ns, path))
             except OSError:
                 continue
-    finally:
-        os.close(fd)
     if utf8:
         out.sort()  # sorted runs make the final sort a cheap merge
     return StatBatch(out, utf8, growth)
@@ -106,7 +103,7 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
 
 def shown(paths: list[str], cwd: str, deny: DenyCheck | None) -> list[str]:
     """Listed paths (oldest first) as the model sees them: workdir-relative, denied ones left out."""
-    if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
+    if paths and os.path.isabs(paths[0]):  # rg prefixes every path with the root as written
         paths = [cwd_relative(p, cwd) for p in paths]
     if deny is not None:
         paths = [p for p in paths if not deny.denies(p)]
@@ -126,22 +123,42 @@ class Page(NamedTuple):
     truncated: bool
 
 
-def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill: SpillRef | None) -> Page:
-    if not paths:
-        return Page(texts.GLOB_NO_FILES, [], False)
+class Selection(NamedTuple):
+    """The paths a page shows, and how they were chosen (what the footer says)."""
+
+    shown: list[str]
+    total: int
+    groups: tuple[int, int] | None  # (groups shown, groups in all) when sampled across top-level entries
+
+
+def select(paths: list[str], *, root: str, max_results: int, sample: bool) -> Selection:
+    """The page's paths: all of them, the first `max_results`, or a sample across top-level entries."""
     if len(paths) <= max_results:
-        return Page("\n".join(paths), paths, False)
-    recovery = texts.glob_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GLOB_RECOVERY_UNSAVED
-    shown = paths[:max_results]
-    footer = texts.glob_footer_plain(len(shown), len(paths), recovery)
+        return Selection(paths, len(paths), None)
     if sample:
-        sampled = sample_across_top_level(paths, max_results, root)
+        sampled = sample_across_top_level(paths, max_results, root, os.sep)
         if sampled.total_groups != len(paths):  # not "flat": every path its own group
-            shown = sampled.items
-            footer = texts.glob_footer_sampled(
-                len(shown), len(paths), sampled.shown_groups, sampled.total_groups, recovery
-            )
+            return Selection(sampled.items, len(paths), (sampled.shown_groups, sampled.total_groups))
+    return Selection(paths[:max_results], len(paths), None)
+
+
+def page_of(selection: Selection, spill: SpillRef | None) -> Page:
+    """The page's text: its paths and, when capped, the footer naming the saved complete list."""
+    shown, total = selection.shown, selection.total
+    if not total:
+        return Page(texts.GLOB_NO_FILES, [], False)
+    if len(shown) == total:
+        return Page("\n".join(shown), shown, False)
+    recovery = texts.glob_recovery_saved(spill.locator, spill.retrieval_hint) if spill else texts.GLOB_RECOVERY_UNSAVED
+    if selection.groups is None:
+        footer = texts.glob_footer_plain(len(shown), total, recovery)
+    else:
+        footer = texts.glob_footer_sampled(len(shown), total, *selection.groups, recovery)
     return Page("\n".join(shown) + "\n\n" + footer, shown, True)
+
+
+def render(paths: list[str], *, root: str, max_results: int, sample: bool, spill: SpillRef | None) -> Page:
+    return page_of(select(paths, root=root, max_results=max_results, sample=sample), spill)
 
 
 async def _list(searcher: Searcher, query: GlobQuery, where: Where, tally: Tally | None) -> tuple[list[str], RgResult]:
@@ -207,16 +224,17 @@ async def glob(searcher: Searcher, query: GlobQuery, scope: Scope, tally: Tally 
     config = searcher.config
     paths, result = await bounded(config, TOOL, _list(searcher, query, where, tally))
     root = "." if query.path is None else cwd_relative(query.path, where.cwd)
-    spill = None
+    saving = None
     if len(paths) > config.glob_max_results:
-        spill = await save(searcher.spill, query.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))
-    page = render(
-        paths,
-        root=root,
-        max_results=config.glob_max_results,
-        sample=config.sample_over_cap_glob_results,
-        spill=spill,
+        # The complete list is written (and synced) on a thread while the page's paths are chosen here.
+        saving = asyncio.ensure_future(
+            save(searcher.spill, query.session_id, texts.GLOB_SPILL_NAME, joined(paths, "\n"))
+        )
+    selection = select(
+        paths, root=root, max_results=config.glob_max_results, sample=config.sample_over_cap_glob_results
     )
+    spill = await saving if saving is not None else None
+    page = page_of(selection, spill)
     meta = glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes)
     partial = len(paths) > config.glob_max_results
     return SearchResult(page.text + problems_suffix(result), meta, spill, found=len(paths), partial=partial)

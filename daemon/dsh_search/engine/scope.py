@@ -49,7 +49,7 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
     say otherwise) is refused unless cwd or path is absolute (texts.NO_WORKSPACE). Whatever the
     confinement, a search inside the spill directory is allowed: the footers tell the model to grep there.
     """
-    if scope.workspace_is_fallback and not (cwd or "").startswith("/") and not (path or "").startswith("/"):
+    if scope.workspace_is_fallback and not os.path.isabs(cwd or "") and not os.path.isabs(path or ""):
         raise failures.invalid_args(texts.NO_WORKSPACE)
     named = scope.workspace if cwd is None else os.path.join(scope.workspace, cwd)
     base = directory_name(named)

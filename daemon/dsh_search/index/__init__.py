@@ -14,8 +14,9 @@ contracts in pyproject.toml check it):
 | `query/` | what a pattern requires of a file's text, as trigrams to look up (pure) | any IO, any index |
 | `files.py` | a file's version (`Signature`), its kind, its text as ripgrep reads it (pure) | opening files |
 | `status.py` | the states table and `Status` (pure) | the wire's key names |
+| `grams.py` | byte-trigram postings built, decoded, merged: `grams.c` through ctypes (pure) | files, IO |
 | `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
-| `shards.py` | the content index on disk: SQLite FTS5 — **the only user of SQLite** | workspace logic |
+| `shards.py` | the content index on disk: SQLite and segments — **the only user of SQLite** | workspace logic |
 | `watch.py` | inotify — **the only user of inotify** | what an event means |
 | `mounts.py` | the mount table, its changes, which filesystems hide changes | what a change means |
 | `rules.py` | every rule file of grep's walk, checked by stat (racily clean ones by content) | what grep reads |
@@ -32,8 +33,9 @@ contracts in pyproject.toml check it):
 | `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
 
 **Threads and state.** Every state change happens on the event loop. Threads (the builder's, one per
-shard, and `asyncio.to_thread`) do pure work on what they are given — walks, file reads, SQLite writes —
-and hand results back to be applied.
+shard, and `asyncio.to_thread`) do pure work on what they are given — walks, file reads, SQLite and
+segment writes (grams.py's native calls release the GIL, so the shards' threads extract trigrams in
+parallel) — and hand results back to be applied.
 
 This package imports nothing at start: the manager imports the workspace (and so SQLite and inotify)
 only when a workspace is indexed.

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from dsh_search.index.files import Text, shard_of
+from dsh_search.index.files import Content, shard_of
 from dsh_search.index.globlist import GlobList
 from dsh_search.index.lister import paths_of
 from dsh_search.index.reading import Opened, signature_of
@@ -38,8 +38,9 @@ from dsh_search.index.shards import Batch, Shard
 
 T = TypeVar("T")
 
-# Text indexed per transaction in a build: FTS5 keeps a transaction's terms in memory until it commits.
-BUILD_BATCH_BYTES = 8 << 20
+# Content indexed per transaction in a build (at most: a transaction also ends when its postings in memory
+# reach shards.MEMORY_BUDGET). Each commit is a segment, and what was committed survives a stopped build.
+BUILD_BATCH_BYTES = 256 << 20
 GARBAGE_REBUILD_MIN = 20_000  # garbage documents below which a content index is never rebuilt
 
 # (bytes of text the shard now covers, files that could not be read cleanly)
@@ -99,7 +100,7 @@ def index_file(batch: Batch, root: bytes, path: bytes) -> tuple[int, bool]:
         if opened.sig is None:
             batch.opaque(path, signature_of(root, path))
             return 0, False
-        size = batch.put(path, opened.recorded(), Text(opened.chunks()))
+        size = batch.put(path, opened.recorded(), Content(opened.chunks()))
         if not opened.intact():
             batch.opaque(path, opened.recorded())
             return 0, False

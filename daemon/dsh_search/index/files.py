@@ -10,9 +10,11 @@
 - The kinds: `TEXT`; `BINARY` (holds a NUL: only the text before the first NUL is indexed, because
   ripgrep's walk abandons a file at its first NUL and never reports a match past it); `OPAQUE` (not
   indexed — UTF-16, unreadable, or changing while read — so every search hands it to ripgrep).
+- `Content`: the bytes the content index takes a file's trigrams from, piece by piece (a large file
+  costs a bounded amount of memory): up to the first NUL, without a UTF-8 byte-order mark.
 - `Text`: the bytes decoded as ripgrep searches them, piece by piece, each piece starting with the
-  last two characters of the one before, so that no trigram is lost at a seam and a large file costs a
-  bounded amount of memory.
+  last two characters of the one before, so that no character is lost at a seam (a changed file is
+  judged by its text: reading.py).
 
 Rules of this module: bytes and stat values in, values out; no file is opened here (reading.py reads).
 """
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple, Protocol
 
 TEXT, BINARY, OPAQUE = 0, 1, 2
-CHUNK_BYTES = 1 << 20  # a document holds at most this much of a file's text
+CHUNK_BYTES = 1 << 20  # a file is read this much at a time
 
 
 class _Stat(Protocol):
@@ -72,6 +74,43 @@ def smudged(sig: Signature, read_ns: int) -> Signature:
     return sig._replace(size=-1) if racy(sig.mtime_ns, sig.ctime_ns, read_ns) else sig
 
 
+def _sniff(chunk: bytes) -> tuple[bool, bytes]:
+    """(whether the file is UTF-16 by its byte-order mark, its first chunk without a UTF-8 one)."""
+    if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True, b""
+    return False, chunk[3:] if chunk.startswith(b"\xef\xbb\xbf") else chunk
+
+
+class Content:
+    """A file's bytes as the content index reads them, from its chunks. A UTF-16 byte-order mark makes it
+    OPAQUE (ripgrep transcodes such a file; the index does not try) and yields nothing; a UTF-8 one is
+    dropped, as ripgrep drops it; a NUL ends it and makes it BINARY. `kind` is final once the iteration is
+    over. A match ripgrep reports is a run of these bytes, so their trigrams are all a lookup needs."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.kind = TEXT
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        first = True
+        for raw in self._chunks:
+            chunk = raw
+            if first:
+                first = False
+                wide, chunk = _sniff(chunk)
+                if wide:
+                    self.kind = OPAQUE
+                    return
+            nul = chunk.find(b"\0")
+            if nul >= 0:
+                self.kind = BINARY
+                if nul:
+                    yield chunk[:nul]
+                return
+            if chunk:
+                yield chunk
+
+
 class Text:
     """A file's text as ripgrep would search it, decoded piece by piece from its chunks of bytes.
 
@@ -92,11 +131,10 @@ class Text:
             chunk = raw
             if first:
                 first = False
-                if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+                wide, chunk = _sniff(chunk)
+                if wide:
                     self.kind = OPAQUE
                     return
-                if chunk.startswith(b"\xef\xbb\xbf"):
-                    chunk = chunk[3:]
             nul = chunk.find(b"\0")
             if nul >= 0:
                 chunk = chunk[:nul]

@@ -27,9 +27,9 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dsh_search import osdep
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import GlobQuery, GrepQuery
@@ -55,8 +55,9 @@ RETRY_AFTER_S = (1.0, 5.0, 30.0, 300.0)  # a failed index is built again after t
 
 def unsupported_reason(root: str) -> str | None:
     """Why the index cannot promise read-your-writes for this workspace, or None when it can."""
-    if not sys.platform.startswith("linux"):
-        return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
+    reason = osdep.index_unsupported_reason()
+    if reason is not None:
+        return reason
     unseen = mounts.workspace_unseen(os.path.realpath(root))
     return f"{root} is {unseen}" if unseen is not None else None
 
@@ -98,6 +99,11 @@ class IndexManager:
         self._stop()
         self._reason = None
         if root is None or self.mode == "off":
+            return
+        unavailable = osdep.index_unavailable_reason()  # Windows: not even when asked (docs/behaviour.md)
+        if unavailable is not None:
+            self._reason = unavailable
+            log.log(NOTICE if self.mode == "on" else logging.INFO, "workspace index off for %s: %s", root, unavailable)
             return
         reason = unsupported_reason(root)
         if reason is not None:

@@ -46,7 +46,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -55,6 +54,7 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, get_args, get_type_hints
 
+from dsh_search import osdep
 from dsh_search.engine.request import HOST_FIELDS, GlobQuery, GrepQuery, OutputMode
 from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index.status import Status, Walk
@@ -84,7 +84,7 @@ class OwnerLock:
         except OSError:
             return False
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            osdep.flock_now(fd)
         except OSError:
             os.close(fd)
             return False

@@ -30,7 +30,6 @@ shards.py's.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -38,6 +37,8 @@ import os
 import shutil
 import threading
 from typing import TYPE_CHECKING, NamedTuple
+
+from dsh_search import osdep
 
 if TYPE_CHECKING:  # SQLite is imported when a set is opened, not when the manager names a directory
     from dsh_search.index.shards import Shard
@@ -100,11 +101,12 @@ class ShardSet:
             os.makedirs(directory, mode=0o700, exist_ok=True)
             fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                osdep.flock_now(fd)
             except OSError:
                 os.close(fd)
                 continue  # held by another daemon
             opened = cls(directory, fd)
+            _remove_temporaries(directory)
             try:
                 opened._open_shards(count, new=entry is None)
             except Unusable as exc:
@@ -231,6 +233,16 @@ class ShardSet:
         _remove_tree(aside)
 
 
+def _remove_temporaries(directory: str) -> None:
+    """Trust records a daemon killed while writing one left under their temporary names (the set's lock is
+    held: no other daemon is writing one now)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(f".{TRUST}."):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 def _remove_others(workspace: str, keep: str) -> None:
     """Remove the workspace's other sets that no daemon holds: a build stopped half way into a fresh set,
     a set replaced by a rebuild, one set aside that could not be removed then. One index per workspace:
@@ -247,7 +259,7 @@ def _remove_others(workspace: str, keep: str) -> None:
                 except OSError:
                     continue
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    osdep.flock_now(fd)
                 except OSError:
                     continue  # held by a daemon: its business
                 else:
@@ -302,7 +314,7 @@ def in_use(workspace: str) -> bool:
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            osdep.flock_now(fd)
         except OSError:
             return True
         finally:

@@ -453,8 +453,8 @@ class Workspace:
 
     async def _rebuild_content(self, fresh: Freshness, old: ShardSet) -> None:
         """The content index again, from scratch, in a new set of shards, once most of its documents are
-        garbage (old versions of re-indexed files: a contentless FTS5 table cannot delete them, and they
-        slow lookups and inflate document counts). Searches use the old set meanwhile; files that change
+        garbage (old versions of re-indexed files that no merge of segments has dropped yet: they slow
+        lookups and inflate document counts). Searches use the old set meanwhile; files that change
         meanwhile are read by searches and re-indexed into the new set once it serves (maintenance does
         not run while this does: this is maintenance)."""
         log.info("workspace index of %s: rebuilding its content index (most documents are old versions)", self.root)

@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from dsh_search import osdep
 from dsh_search.engine.spill import SpillRef
 
 log = logging.getLogger("dsh_search.spill")
@@ -105,7 +106,7 @@ class SpillStore:
         pieces = [content] if isinstance(content, str) else content
         size = 0
         tmp = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | osdep.O_CLOEXEC | getattr(os, "O_BINARY", 0), 0o600)
         try:
             try:
                 buffer = bytearray()  # pieces are gathered into writes of about _WRITE_BYTES: not a syscall each
@@ -129,12 +130,7 @@ class SpillStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        osdep.fsync_directory(directory)
         self._counted(final, size)
         try:
             self.enforce_retention(keep=final)

@@ -1,0 +1,130 @@
+"""Byte-trigram postings (dsh_search.index.grams): the native library against the pure-Python one, which is
+the reference — the same postings from the same documents however they are cut into pieces, the same
+lists combined and merged — and damaged lists refused, never read past their end."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from array import array
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_search.index import grams
+from tests.support.examples import examples
+
+
+@pytest.fixture(scope="module")
+def pure() -> Iterator[object]:
+    """grams.py loaded a second time without its native library."""
+    os.environ["DSH_SEARCH_PURE_GRAMS"] = "1"
+    try:
+        spec = importlib.util.find_spec("dsh_search.index.grams")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        del os.environ["DSH_SEARCH_PURE_GRAMS"]
+    assert not module.NATIVE
+    yield module
+
+
+def test_the_native_library_is_built_and_loaded() -> None:
+    # scripts/lib.sh builds it for every test run; without it the index is correct but slow.
+    assert grams.NATIVE
+
+
+def postings(module: object, documents: list[list[bytes]]) -> tuple[list[int], list[int], list[int], bytes]:
+    builder = module.Builder()  # type: ignore[attr-defined]
+    for doc, pieces in enumerate(documents, 1):
+        builder.begin(doc)
+        for piece in pieces:
+            builder.add(piece)
+        builder.end()
+    directory = builder.directory()
+    data = b"".join(builder.read(7))
+    builder.release()
+    return list(directory.grams), list(directory.counts), list(directory.lens), data
+
+
+alphabets = st.sampled_from([b"ab", b"abc\n", bytes(range(256)), "aé€\U0001f600".encode()])
+document = alphabets.flatmap(lambda a: st.lists(st.lists(st.sampled_from(list(a)), max_size=40), max_size=5)).map(
+    lambda pieces: [bytes(p) for p in pieces]
+)
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(documents=st.lists(document, max_size=12))
+def test_native_and_pure_postings_are_the_same(pure: object, documents: list[list[bytes]]) -> None:
+    native = postings(grams, documents)
+    assert native == postings(pure, documents)
+    found, _counts, lens, data = native
+    whole = [b"".join(pieces) for pieces in documents]
+    at = 0
+    for gram, count, size in zip(found, native[1], lens, strict=True):
+        docs = grams.decode(data[at : at + size], count, 1, max(1, len(documents)))
+        at += size
+        key = bytes([gram >> 16, (gram >> 8) & 0xFF, gram & 0xFF])
+        assert list(docs) == [i for i, text in enumerate(whole, 1) if key in text]
+    assert at == len(data)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(a=st.sets(st.integers(1, 5000)), b=st.sets(st.integers(1, 5000)))
+def test_both_and_either_are_set_operations(pure: object, a: set[int], b: set[int]) -> None:
+    x, y = array("I", sorted(a)), array("I", sorted(b))
+    for module in (grams, pure):
+        assert list(module.both(x, y)) == sorted(a & b)  # type: ignore[attr-defined]
+        assert list(module.either(x, y)) == sorted(a | b)  # type: ignore[attr-defined]
+    where = grams.positions(array("I", sorted(a & b)), x)
+    assert [x[i] for i in where] == sorted(a & b)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(segments=st.lists(st.lists(document, min_size=1, max_size=6), min_size=1, max_size=4), data=st.data())
+def test_a_merge_is_the_postings_of_every_live_document(
+    pure: object, segments: list[list[list[bytes]]], data: st.DataObject
+) -> None:
+    parts, first, everything = [], 1, []
+    for documents in segments:
+        builder = grams.Builder()
+        for doc, pieces in enumerate(documents, first):
+            builder.begin(doc)
+            for piece in pieces:
+                builder.add(piece)
+            builder.end()
+        directory = builder.directory()
+        parts.append(grams.Part(directory, b"".join(builder.read()), first, first + len(documents) - 1))
+        builder.release()
+        everything += documents
+        first += len(documents)
+    dead = array("I", sorted(data.draw(st.sets(st.integers(1, len(everything))))))
+    merged = grams.merge(parts, dead)
+    assert merged[0] == pure.merge(parts, dead)[0]  # type: ignore[attr-defined]
+    live = [docs if i + 1 not in set(dead) else [] for i, docs in enumerate(everything)]
+    expected = postings(pure, live)
+    assert list(merged[1].grams) == expected[0]
+    assert list(merged[1].counts) == expected[1]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.binary(max_size=64), count=st.integers(0, 70), lo=st.integers(0, 300), span=st.integers(0, 300))
+def test_a_damaged_list_is_refused_the_same_way(pure: object, data: bytes, count: int, lo: int, span: int) -> None:
+    results = []
+    for module in (grams, pure):
+        try:
+            results.append(list(module.decode(data, count, lo, lo + span)))  # type: ignore[attr-defined]
+        except grams.Invalid:
+            results.append(None)
+        except pure.Invalid:  # type: ignore[attr-defined]
+            results.append(None)
+    assert results[0] == results[1]
+
+
+def test_a_literal_is_looked_up_by_its_utf8_windows() -> None:
+    assert grams.windows("abcd") == [0x616263, 0x626364]
+    assert grams.windows("ab") == []
+    assert grams.windows("\ud800xyz") == []  # no UTF-8 form: asks for nothing

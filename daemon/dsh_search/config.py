@@ -301,11 +301,11 @@ KEYS: tuple[Key, ...] = (
         "mcpResult",
         "str",
         "auto",
-        help="What a tool result carries through MCP: text, the tool's text alone (what agent frameworks hand "
-        "their model as is); full, also an outputSchema per tool with the native result as structuredContent, "
-        "and a capped result's resource_link; auto, full for a client that declares the MCP Apps extension "
-        "(io.modelcontextprotocol/ui: it keeps structured content for its UI and shows the model the text), "
-        "text for every other.",
+        help="What a tool result carries through MCP: structured, the tool's text and, with an outputSchema per "
+        "tool, a structuredContent of the same text and a few counts; text, the text alone (no outputSchema); "
+        "full, the native result as structuredContent under its own outputSchema, and a capped result's "
+        "resource_link; auto, structured for every client except those whose framework shows its model more "
+        "than the text, which get text (LangChain.js, and fastmcp's client as pydantic-ai uses it).",
     ),
     Key(
         "mcpConfine",
@@ -326,7 +326,7 @@ KEYS: tuple[Key, ...] = (
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 GREP_PROFILES = ("upstream", "extended")  # engine/request.py PROFILES: which grep parameters a model sees
-MCP_RESULT_MODES = ("auto", "text", "full")
+MCP_RESULT_MODES = ("auto", "structured", "text", "full")
 
 
 class Config(NamedTuple):

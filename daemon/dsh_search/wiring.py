@@ -162,7 +162,7 @@ def assemble(
         stdout_fd=stdout_fd,
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
-        eof_window=lambda: session.eof_window(ctx.session),
+        eof_window=lambda: session.eof_window(ctx.session, ctx.config.grace_ms),
         relayed=config.remote,
     )
     ctx.control = server

@@ -392,7 +392,8 @@ def test_tools_call_wraps_results_and_failures(start: MakeDaemon, fx: Path) -> N
     d = start()
     ok = d.result("tools/call", {"name": "glob", "arguments": {"pattern": "*.md"}, "_meta": {"cwd": str(fx)}})
     assert ok["isError"] is False and ok["content"] == [{"type": "text", "text": "notes.md"}]
-    assert set(ok) == {"content", "isError"}  # the text alone (mcpResult auto)
+    assert ok["structuredContent"] == {"text": "notes.md", "pathCount": 1, "truncated": False}  # SPEC §3
+    assert list(ok) == ["content", "structuredContent", "isError"]
     bad = d.result("tools/call", {"name": "grep", "arguments": {"pattern": "(x"}, "_meta": {"cwd": str(fx)}})
     assert bad["isError"] is True and bad["content"][0]["text"].startswith("Error: grep pattern rejected by ripgrep:")
     assert "structuredContent" not in bad and bad["_meta"]["dsh-search/error"]["code"] == "SEARCH_INVALID_PATTERN"

@@ -236,4 +236,5 @@ async def glob(searcher: Searcher, query: GlobQuery, scope: Scope, tally: Tally 
     spill = await saving if saving is not None else None
     page = page_of(selection, spill)
     meta = glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes)
-    return SearchResult(page.text + problems_suffix(result), meta, spill)
+    partial = len(paths) > config.glob_max_results
+    return SearchResult(page.text + problems_suffix(result), meta, spill, found=len(paths), partial=partial)

@@ -34,6 +34,22 @@ The name's format (`_MEI%08x` plus mkdtemp's six characters) is PyInstaller 6.22
 own bootloader checks; a directory named otherwise is never ours to hold or remove, so a
 PyInstaller that changes it makes all of this a no-op (tests/server/test_extraction_e2e.py notices).
 Nothing here imports an extension module after the directory is gone: those are loaded from it.
+
+**The executable file itself.** The Python modules are not unpacked: they stay in the executable's
+embedded archive (PYZ), and PyInstaller's reader opens the executable *by its path* at each module's
+first import (`pyimod01_archive.ZlibArchiveReader.extract`: open, seek to the entry's offset, read,
+inflate). A daemon imports lazily — grep's module, msgspec, SQLite, the index — so an executable
+rebuilt or upgraded in place under a running daemon broke it at its next first import: the path named
+another file (PyInstaller's build removes the old file and writes the new one from the bootloader up,
+so a read at the old offsets found too few bytes — `zlib.error: Error -5 … incomplete or truncated
+stream` — or another build's bytes), or none (`… appears to have been moved or deleted`). That was the
+rare start-up failure seen right after a fresh build: a daemon whose launcher started on the old file
+imported from the new one. `pin_archive()`, the first thing the child does, opens the file it runs
+from — on Linux `/proc/self/exe`, the very file the kernel executed, whatever its name leads to now —
+checks the archive's magic at the reader's offset, and points the reader at that open file
+(`/proc/self/fd/N`). From then on, nothing the daemon imports depends on what the path names. (macOS
+has no such name: there a rebuild in place still breaks a running daemon; Windows keeps a running
+executable from being replaced.)
 """
 
 from __future__ import annotations
@@ -59,6 +75,32 @@ _PREFIX = "_MEI"
 _PID_DIGITS = 8
 _HEX = frozenset("0123456789abcdef")
 _STOP_SIGNALS = osdep.STOP_SIGNALS  # SIGTERM, SIGINT, SIGHUP (Windows: SIGTERM, SIGINT, SIGBREAK)
+
+
+_PYZ_MAGIC = b"PYZ\0"
+
+
+def pin_archive() -> bool:
+    """Make the frozen daemon's module imports read the executable file it runs from, whatever its path
+    names later (see the module's header). False when it is not frozen this way, the platform cannot pin
+    a file (only Linux can), or the file open is not the archive the reader knows (then nothing changes)."""
+    importers = sys.modules.get("pyimod02_importers")
+    archive = getattr(importers, "pyz_archive", None)
+    offset = getattr(archive, "_start_offset", None)
+    if not isinstance(getattr(archive, "_filename", None), str) or not isinstance(offset, int):
+        return False
+    fd = osdep.own_executable()
+    if fd is None:
+        return False
+    try:
+        magic = osdep.pread(fd, len(_PYZ_MAGIC), offset)
+    except OSError:
+        magic = b""
+    if magic != _PYZ_MAGIC:
+        os.close(fd)
+        return False
+    archive._filename = osdep.pinned_name(fd)  # type: ignore[union-attr]
+    return True
 
 
 def launcher_pid(name: str) -> int | None:

@@ -26,7 +26,7 @@ from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
 from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.manager import IndexManager
+from dsh_search.index.manager import IndexManager, ask_wait
 from dsh_search.methods import (
     index,
     lifecycle,
@@ -116,6 +116,7 @@ def assemble(
             grep_lister=lister,
             max_bytes=config.index_max_bytes,
             version=__version__,
+            ask_wait_s=ask_wait(config.timeout_ms),
         )
     spill = SpillStore(
         config.spill_dir,

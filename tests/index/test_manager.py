@@ -235,7 +235,9 @@ def test_a_second_manager_asks_the_first_and_takes_over_when_it_goes(
         owner = make(rg_path, tmp_path / "index")
         owner.set_workspace(root)
         await ready(owner)
-        assert owner._listening is not None and await owner._listening
+        assert owner._listening is not None and owner._owner is not None
+        await owner._listening
+        assert owner._owner.problem is None  # listening
         guest = make(rg_path, tmp_path / "index")
         guest.set_workspace(root)
         assert guest._guest is not None and guest._workspace is None
@@ -269,13 +271,16 @@ def test_a_guest_whose_owner_does_not_answer_walks(rg_path: str, tmp_path: Path)
         owner = make(rg_path, tmp_path / "index", version="1")
         owner.set_workspace(root)
         await ready(owner)
-        assert owner._listening is not None and await owner._listening
+        assert owner._listening is not None and owner._owner is not None
+        await owner._listening
+        assert owner._owner.problem is None  # listening
         guest = make(rg_path, tmp_path / "index", version="2")  # another version: no answers
         guest.set_workspace(root)
         assert await guest.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) is None
         assert await guest.glob(root, GlobQuery("*"), NO_DENY) is None
         status = await guest.status()
-        assert status.state == OFF and status.role == "guest" and "does not answer" in (status.reason or "")
+        assert status.state == OFF and status.role == "guest" and "did not answer" in (status.reason or "")
+        assert "the owner is dsh-search 1" in (status.reason or "")
         assert status.walked_because == {Walk.OWNER_SILENT: 2}
         guest.close()
         owner.close()

@@ -16,6 +16,10 @@ that thread's verdict; cancelling the wait (a timeout, `$/cancelRequest`, shutdo
 whole tree — SIGTERM, then SIGKILL once the grace has passed (Windows: the job is terminated at once) — and
 the call returns only once rg is reaped. Signals go to the group only while its leader is unreaped (under
 a lock), so a recycled pid can never be hit.
+
+The binary is pinned (Linux, through the OS seam): a `Launcher` opens the ripgrep it was given once, and
+every run executes that open file (`/proc/self/fd/N`), so a sidecar replaced or removed under a running
+daemon (a rebuild, an upgrade) changes nothing for it; argv[0] still names the sidecar's path.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import re
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -420,8 +425,10 @@ def spawn(
     loop: asyncio.AbstractEventLoop,
     owners: Owners,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Child:
-    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
+    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way. With
+    `pinned`, the open file of that descriptor is what runs (see `pin`), `rg_path` is its argv[0]."""
     opened: list[int] = []
     try:
         out_r, out_w = osdep.pipe()
@@ -446,6 +453,7 @@ def spawn(
             stdout=out_w,
             stderr=err_w,
             **osdep.spawn_options(),
+            **(osdep.pinned_spawn_options(pinned) if pinned is not None else {}),
         )
     except (OSError, ValueError, TypeError) as exc:
         for opened_fd in opened:
@@ -499,6 +507,7 @@ async def run(
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Outcome:
     """Run `rg --no-config <args>` in `cwd` and collect its output within the limits.
 
@@ -510,7 +519,7 @@ async def run(
     """
     child = spawn(
         rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
-        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow,
+        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow, pinned=pinned,
     )  # fmt: skip
     if groups is not None:
         groups.add(child)
@@ -547,6 +556,9 @@ class Launcher:
         self.limits = limits
         self.groups = LiveGroups()
         self.owners = Owners()
+        self.pinned = osdep.pin_file(rg_path)
+        if self.pinned is not None:
+            weakref.finalize(self, os.close, self.pinned)
 
     async def __call__(
         self,
@@ -559,5 +571,5 @@ class Launcher:
     ) -> Outcome:
         return await run(
             self.rg_path, args, cwd=cwd, env=self.env, limits=self.limits, stdin_data=stdin_data,
-            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow,
+            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow, pinned=self.pinned,
         )  # fmt: skip

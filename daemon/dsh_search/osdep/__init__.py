@@ -16,6 +16,10 @@ What the seam covers:
 - the daemon's own lifetime: `on_stop_signals` (SIGTERM/SIGINT/SIGHUP; Windows: Ctrl-C, Ctrl-Break and
   the console's close, log-off and shutdown events), `watch_reader_gone` (the reader of stdout gone);
 - files: `lock`, `fsync_directory`, `pread`, `stat_at` (stat relative to a directory), `O_NONBLOCK`;
+  files pinned by descriptor — `pin_file`, `own_executable`, `pinned_name`, `pinned_spawn_options` (Linux:
+  `/proc/self/fd`, so a running daemon reads its own archive and runs its ripgrep whatever their paths
+  name later; nothing elsewhere: Windows keeps a running executable in place); `user_id`, the owner a
+  private directory must have (None on Windows: ACLs, not judged);
 - where things live: `sidecar_path_for`, `unfrozen_rg_name`, `state_home`, `cache_home`;
 - the frozen launcher's extraction directory: `extraction_suffix_ok`, `lock_extraction`,
   `try_lock_extraction`, `watch_parent`, `process_alive`, `owned_by_me`, `request_stop`;

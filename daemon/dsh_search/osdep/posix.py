@@ -32,6 +32,7 @@ __all__ = [
     "ExtractionLock",
     "Tree",
     "aborted",
+    "blocking",
     "cache_home",
     "extraction_suffix_ok",
     "flock_now",
@@ -44,8 +45,12 @@ __all__ = [
     "lock_extraction",
     "memory_file",
     "on_stop_signals",
+    "own_executable",
     "owned_by_me",
     "parent_gone",
+    "pin_file",
+    "pinned_name",
+    "pinned_spawn_options",
     "pipe",
     "pread",
     "process_alive",
@@ -57,6 +62,8 @@ __all__ = [
     "stopped",
     "try_lock_extraction",
     "unfrozen_rg_name",
+    "user_id",
+    "user_name",
     "wait_exit",
     "watch_parent",
     "watch_reader_gone",
@@ -509,6 +516,55 @@ def parent_gone(launcher: int) -> bool:
 def request_stop() -> None:
     """End this process as a host's stop request would: SIGTERM to itself (the server handles it)."""
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def user_id() -> int | None:
+    """The user whose files and directories this process may call its own (the effective uid)."""
+    return os.geteuid()
+
+
+def user_name(uid: int) -> str | None:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return None
+
+
+def blocking(fd: int) -> None:
+    """Clear O_NONBLOCK, which an open took to not wait on a FIFO: reads of the file behave as usual."""
+    os.set_blocking(fd, True)
+
+
+# --- files pinned by descriptor: what a running daemon reads and runs, whatever their names lead to later --
+
+
+def pin_file(path: str) -> int | None:
+    """A descriptor of the file at `path`, to read or run it by later (`pinned_name`) whatever its path
+    names then; None where no path leads to an open descriptor (Linux's /proc/self/fd; not macOS)."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def own_executable() -> int | None:
+    """This process's executable file, open: Linux's /proc/self/exe is the very file the kernel ran,
+    whatever its path names now. None elsewhere."""
+    return pin_file("/proc/self/exe") if os.path.exists("/proc/self/exe") else None
+
+
+def pinned_name(fd: int) -> str:
+    """A name that opens (or runs) the file a pinned descriptor holds: each open its own."""
+    return f"/proc/self/fd/{fd}"
+
+
+def pinned_spawn_options(fd: int) -> dict[str, Any]:
+    """Popen's arguments that run the pinned file (argv[0] stays what the caller gives)."""
+    return {"executable": pinned_name(fd), "pass_fds": (fd,)}
 
 
 def owned_by_me(info: os.stat_result) -> bool:

@@ -42,6 +42,7 @@ __all__ = [
     "ExtractionLock",
     "Tree",
     "aborted",
+    "blocking",
     "cache_home",
     "extraction_suffix_ok",
     "flock_now",
@@ -54,8 +55,12 @@ __all__ = [
     "lock_extraction",
     "memory_file",
     "on_stop_signals",
+    "own_executable",
     "owned_by_me",
     "parent_gone",
+    "pin_file",
+    "pinned_name",
+    "pinned_spawn_options",
     "pipe",
     "pread",
     "process_alive",
@@ -67,6 +72,8 @@ __all__ = [
     "stopped",
     "try_lock_extraction",
     "unfrozen_rg_name",
+    "user_id",
+    "user_name",
     "wait_exit",
     "watch_parent",
     "watch_reader_gone",
@@ -541,6 +548,39 @@ def request_stop() -> None:
     """Stop this process as a host's stop request would: SIGTERM raised in it (its handler stops the
     server, or — before the server runs — releases the extraction directory and exits)."""
     signal.raise_signal(signal.SIGTERM)
+
+
+def user_id() -> int | None:
+    """No POSIX owner and modes: a user's own directories are kept private by their ACLs (the profile's
+    LocalAppData), which private.py does not judge."""
+    return None
+
+
+def user_name(uid: int) -> str | None:
+    return None
+
+
+def blocking(fd: int) -> None:
+    """Files opened here never block: nothing to undo."""
+
+
+# Windows keeps a running executable from being replaced or removed: nothing to pin.
+
+
+def pin_file(path: str) -> int | None:
+    return None
+
+
+def own_executable() -> int | None:
+    return None
+
+
+def pinned_name(fd: int) -> str:
+    raise NotImplementedError("no file is pinned on Windows")
+
+
+def pinned_spawn_options(fd: int) -> dict[str, Any]:
+    raise NotImplementedError("no file is pinned on Windows")
 
 
 def owned_by_me(info: os.stat_result) -> bool:

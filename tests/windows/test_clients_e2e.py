@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from tests.support.hosts import go_run, go_toolchain, gofmt_clean
-from tests.windows.conftest import winpath
+from tests.windows.conftest import as_text, run_wine, winpath
 
 CLIENT = Path(__file__).resolve().parents[2] / "clients" / "go"
 
@@ -22,11 +21,10 @@ def test_go_client_on_windows(exe: Path, slow_corpus: Path, tmp_path: Path) -> N
     go_run(go, windows, ["vet", "./..."], CLIENT)
     binary = tmp_path / "dshsearch.test.exe"
     go_run(go, windows, ["test", "-c", "-o", str(binary), "."], CLIENT, timeout=600)
-    done = subprocess.run(
-        ["wine", str(binary), "-test.count=1", "-test.v"],
-        env={**os.environ, "DSH_SEARCH_EXE": winpath(exe), "DSH_SLOW_CORPUS": winpath(slow_corpus)},
-        stdin=subprocess.PIPE, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    done = as_text(run_wine(
+        [str(binary), "-test.count=1", "-test.v"],
+        env={**os.environ, "DSH_SEARCH_EXE": winpath(exe), "DSH_SLOW_CORPUS": winpath(slow_corpus)}, timeout=600,
+    ))  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "--- SKIP" not in output and "--- FAIL" not in output, output

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.daemon import MakeDaemon, text_of
 from tests.support.locations import sidecar_of
+from tests.windows.conftest import run_wine
 
 VCS = [f"--glob=!**/{name}{tail}" for name in (".git", ".svn", ".hg", ".bzr", ".jj", ".sl") for tail in ("", "/**")]
 TREES: dict[str, dict[str, bytes]] = {
@@ -61,10 +61,7 @@ def make(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def rg_exe(exe: Path, cwd: Path, args: list[str]) -> bytes:
-    done = subprocess.run(
-        ["wine", str(sidecar_of(exe)), "--no-config", *args],
-        cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=60,
-    )  # fmt: skip
+    done = run_wine([str(sidecar_of(exe)), "--no-config", *args], cwd=cwd, timeout=60)
     assert done.returncode in (0, 1), done.stderr
     return done.stdout
 

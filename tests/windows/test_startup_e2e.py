@@ -11,14 +11,12 @@ from pathlib import Path
 
 from tests.support.daemon import Daemon, MakeDaemon
 from tests.support.locations import sidecar_of
-from tests.windows.conftest import winpath
+from tests.windows.conftest import run_wine, winpath
 
 
 def run(exe: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     # Pipes for every std handle (Windows python.exe under wine dies when one is a regular file).
-    return subprocess.run(
-        ["wine", str(exe), *args], stdin=subprocess.PIPE, capture_output=True, timeout=60, check=False
-    )
+    return run_wine([str(exe), *args], timeout=60)
 
 
 def test_version_prints_both_versions(exe: Path) -> None:

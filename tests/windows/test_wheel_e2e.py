@@ -19,7 +19,7 @@ import pytest
 from tests.support.locations import ROOT
 from tests.support.processes import processes_named
 from tests.support.trees import SLOW_PATTERN
-from tests.windows.conftest import HERE, wine_python, winpath
+from tests.windows.conftest import HERE, as_text, run_wine, wine_python, winpath
 
 
 @pytest.fixture(scope="session")
@@ -57,10 +57,7 @@ def test_the_wheel_is_tagged_and_holds_both_executables(win_wheel: Path) -> None
 def test_the_installed_command_prints_both_versions(installed: Path) -> None:
     command = installed / "bin" / "dsh-search.exe"  # pip's launcher for the console script
     assert command.is_file(), sorted(p.name for p in (installed / "bin").iterdir())
-    done = subprocess.run(
-        ["wine", str(command), "--version"], env={**os.environ, "PYTHONPATH": winpath(installed)},
-        stdin=subprocess.PIPE, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    done = as_text(run_wine([str(command), "--version"], env={**os.environ, "PYTHONPATH": winpath(installed)}))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     bundled = winpath(installed / "dsh_search_bin" / "bin" / "dsh-search-rg.exe")

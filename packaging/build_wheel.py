@@ -4,7 +4,8 @@
 
 The wheel holds the `dsh_search_bin` package (clients/python/: the accessor, the `dsh-search` command's
 entry point and the asyncio client), `dsh_search_bin/bin/dsh-search` and `dsh_search_bin/bin/dsh-search-rg`
-with their exec bits, and its dist-info, whose entry_points.txt makes pip install the `dsh-search` command.
+with their exec bits (Windows: `dsh-search.exe` and `dsh-search-rg.exe`, from dist/win_amd64), and its
+dist-info, whose entry_points.txt makes pip install the `dsh-search` command.
 It is written with zipfile deterministically: sorted members, one timestamp (SOURCE_DATE_EPOCH, else
 1980-01-01), fixed modes, so the same inputs give the same bytes.
 
@@ -20,7 +21,11 @@ machine runs this script:
   (LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX) of the executable, the sidecar and every Mach-O image bundled
   in the onefile; arch from the CPU type (arm64, x86_64; universal2 when both files carry both).
 
-Windows is not supported. See docs/building.md.
+- PE (Windows): `win_amd64` or `win_arm64`, from the executable's and the sidecar's machine field. The
+  executable's `--version` is run under wine when this is not Windows (scripts/release-wheel --platform
+  win_amd64 prepares it).
+
+See docs/building.md.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ DESCRIPTION = """\
 
 The frozen dsh-search daemon — a JSON-RPC search service (glob, grep, terminal scrollback search) for AI
 coding agents — with its ripgrep sidecar, the `dsh-search` command, and an asyncio client. Linux (x86_64,
-aarch64) and macOS (arm64, x86_64); Windows is not supported.
+aarch64), macOS (arm64, x86_64) and Windows (x86_64).
 
 ```sh
 pip install dsh_search_bin-<version>-py3-none-<platform>.whl
@@ -97,7 +102,11 @@ def project_version() -> str:
 
 
 def executable_version(executable: Path) -> str:
-    done = subprocess.run([str(executable), "--version"], capture_output=True, timeout=60, check=False)
+    # A Windows executable built on Linux runs under wine (its std handles pipes: stdin too).
+    launch = ["wine"] if executable.suffix == ".exe" and os.name != "nt" else []
+    done = subprocess.run(
+        [*launch, str(executable), "--version"], stdin=subprocess.PIPE, capture_output=True, timeout=120, check=False
+    )
     first = done.stdout.decode("utf-8", "replace").partition("\n")[0]
     if done.returncode != 0 or not first.startswith("dsh-search "):
         err = done.stderr.decode("utf-8", "replace").strip()
@@ -310,17 +319,46 @@ def macos_platform_tag(executable: Path, sidecar: Path) -> str:
     return f"macosx_{version}_{arch}"
 
 
+PE_MACHINES = {0x8664: "win_amd64", 0xAA64: "win_arm64"}  # IMAGE_FILE_MACHINE_* → wheel platform tag
+
+
+def pe_machine(path: Path) -> str | None:
+    """The wheel platform tag of a PE executable's machine, or None when it is no PE file of a known one."""
+    with path.open("rb") as f:
+        head = f.read(1024)
+    if head[:2] != b"MZ" or len(head) < 64:
+        return None
+    offset = struct.unpack_from("<I", head, 0x3C)[0]
+    with path.open("rb") as f:
+        f.seek(offset)
+        header = f.read(6)
+    if header[:4] != b"PE\0\0" or len(header) < 6:
+        return None
+    return PE_MACHINES.get(struct.unpack_from("<H", header, 4)[0])
+
+
+def windows_platform_tag(executable: Path, sidecar: Path) -> str:
+    tag, sidecar_tag = pe_machine(executable), pe_machine(sidecar)
+    if tag is None:
+        raise SystemExit(f"build_wheel: {executable} starts as a PE file but is none of a known machine: unsupported")
+    if tag != sidecar_tag:
+        raise SystemExit(f"build_wheel: {executable} ({tag}) and {sidecar} ({sidecar_tag}) are not one Windows machine")
+    return tag
+
+
 def platform_tag(executable: Path, sidecar: Path) -> str:
-    """The wheel platform tag the built files need, from their format: ELF (Linux) or Mach-O (macOS)."""
+    """The wheel platform tag the built files need, from their format: ELF (Linux), Mach-O (macOS), PE
+    (Windows)."""
     with executable.open("rb") as f:
         head = f.read(4)
+    if head[:2] == b"MZ":
+        return windows_platform_tag(executable, sidecar)
     if head == ELF_MAGIC:
         return linux_platform_tag(executable, sidecar)
     if head == MACHO_MAGIC_64 or int.from_bytes(head, "big") in (FAT_MAGIC, FAT_MAGIC_64):
         return macos_platform_tag(executable, sidecar)
     raise SystemExit(
-        f"build_wheel: {executable} is neither ELF (Linux) nor 64-bit Mach-O (macOS); other platforms, Windows "
-        "included, are not supported"
+        f"build_wheel: {executable} is neither ELF (Linux), 64-bit Mach-O (macOS) nor PE (Windows): unsupported"
     )
 
 
@@ -334,6 +372,14 @@ def record_hash(data: bytes) -> str:
 
 def source_date_epoch() -> int:
     return max(int(os.environ.get("SOURCE_DATE_EPOCH", ZIP_EPOCH)), ZIP_EPOCH)
+
+
+def executables(dist: Path) -> tuple[Path, Path]:
+    """The executable and its sidecar in a dist directory: dsh-search.exe and dsh-search-rg.exe when the
+    directory holds a Windows build, else dsh-search and dsh-search-rg."""
+    if (dist / "dsh-search.exe").is_file():
+        return dist / "dsh-search.exe", dist / "dsh-search-rg.exe"
+    return dist / "dsh-search", dist / "dsh-search-rg"
 
 
 def wheel_members(dist: Path, version: str, tag: str) -> list[tuple[str, bytes, int]]:
@@ -353,8 +399,7 @@ def wheel_members(dist: Path, version: str, tag: str) -> list[tuple[str, bytes, 
         (f"{PACKAGE}/py.typed", b"", 0o644),
         # The remote installer the client runs through a launcher (clients/python/README.md).
         (f"{PACKAGE}/remote-install.sh", (SDK / "remote-install.sh").read_bytes(), 0o644),
-        (f"{PACKAGE}/bin/dsh-search", (dist / "dsh-search").read_bytes(), 0o755),
-        (f"{PACKAGE}/bin/dsh-search-rg", (dist / "dsh-search-rg").read_bytes(), 0o755),
+        *((f"{PACKAGE}/bin/{path.name}", path.read_bytes(), 0o755) for path in executables(dist)),
     ]
     info = f"{PACKAGE}-{version}.dist-info"
     metadata = (
@@ -407,11 +452,11 @@ platform_tag_of = platform_tag  # `build` has a parameter of that name
 
 def build(dist: Path, out: Path, platform_tag: str | None, run_check: bool) -> Path:
     version = project_version()
-    executable, sidecar = dist / "dsh-search", dist / "dsh-search-rg"
+    executable, sidecar = executables(dist)
     for path in (executable, sidecar):
         if not path.is_file():
             raise SystemExit(f"build_wheel: {path} is missing: run scripts/build (or scripts/build-offline) first")
-        if not os.access(path, os.X_OK):
+        if path.suffix != ".exe" and not os.access(path, os.X_OK):
             raise SystemExit(f"build_wheel: {path} is not executable")
     if run_check and (built := executable_version(executable)) != version:
         raise SystemExit(f"build_wheel: {executable} is version {built}, the project is {version}: rebuild it")

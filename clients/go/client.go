@@ -871,15 +871,15 @@ func (c *Client) close() error {
 	c.stdin.Close()
 	var err error
 	if !c.waitExit(c.opts.ExitWait) {
-		if sigErr := c.cmd.Process.Signal(syscall.SIGTERM); sigErr != nil && !errors.Is(sigErr, os.ErrProcessDone) {
+		if sigErr := askToStop(c.cmd.Process); sigErr != nil && !errors.Is(sigErr, os.ErrProcessDone) {
 			return sigErr
 		}
 		if c.waitExit(c.opts.TermWait) {
-			err = fmt.Errorf("dsh-search did not exit within %v of closing stdin; stopped it with SIGTERM", c.opts.ExitWait)
+			err = fmt.Errorf("dsh-search did not exit within %v of closing stdin; stopped it with %s", c.opts.ExitWait, stopSignalName)
 		} else {
 			_ = c.cmd.Process.Kill()
 			<-c.exited
-			err = fmt.Errorf("dsh-search ignored SIGTERM for %v; killed it", c.opts.TermWait)
+			err = fmt.Errorf("dsh-search ignored %s for %v; killed it", stopSignalName, c.opts.TermWait)
 		}
 	}
 	// Normally stdout has ended by now. After a SIGKILL an orphaned daemon may hold it a little longer: don't

@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -155,12 +154,12 @@ func TestTypedResults(t *testing.T) {
 	}
 	glob, err := c.Glob(ctx, GlobParams{Pattern: "**/*.js"})
 	must(t, err)
-	if glob.Text != "src/app.js\nsrc/util.js" || glob.Meta.Total != 2 || glob.Meta.Shape != "paths" || glob.Spill != nil {
+	if glob.Text != filepath.FromSlash("src/app.js\nsrc/util.js") || glob.Meta.Total != 2 || glob.Meta.Shape != "paths" || glob.Spill != nil {
 		t.Fatalf("glob: %+v", glob)
 	}
 	grep, err := c.Grep(ctx, GrepParams{Pattern: "TODO"})
 	must(t, err)
-	if !strings.HasPrefix(grep.Text, "Found 2 matches") || len(grep.Meta.Files) != 2 || grep.Meta.Files[0].Path != "docs/notes.md" {
+	if !strings.HasPrefix(grep.Text, "Found 2 matches") || len(grep.Meta.Files) != 2 || grep.Meta.Files[0].Path != filepath.FromSlash("docs/notes.md") {
 		t.Fatalf("grep: %+v", grep)
 	}
 	if m := grep.Meta.Files[1].Matches[0]; m.LineNumber != 1 || m.Line != "// TODO: wire the search" {
@@ -168,7 +167,7 @@ func TestTypedResults(t *testing.T) {
 	}
 	other, err := c.Grep(ctx, GrepParams{Pattern: "export", Path: "src", Include: "*.js", Cwd: f.tree})
 	must(t, err)
-	if len(other.Meta.Files) != 1 || other.Meta.Files[0].Path != "src/util.js" {
+	if len(other.Meta.Files) != 1 || other.Meta.Files[0].Path != filepath.FromSlash("src/util.js") {
 		t.Fatalf("grep with path/include: %+v", other)
 	}
 
@@ -578,8 +577,8 @@ func TestCloseLeavesNothingBehind(t *testing.T) {
 	must(t, err)
 	closeCleanly(t, c)
 	closeCleanly(t, c) // idempotent
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("daemon %d still there: %v", pid, err)
+	if !processGone(pid) {
+		t.Fatalf("daemon %d still there", pid)
 	}
 	if _, err := c.Ping(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("ping after Close: %v", err)
@@ -613,7 +612,7 @@ func TestCloseWithASearchRunning(t *testing.T) {
 
 func TestStartupError(t *testing.T) {
 	f := newFixture(t)
-	lonely := filepath.Join(t.TempDir(), "dsh-search")
+	lonely := filepath.Join(t.TempDir(), executableName)
 	data, err := os.ReadFile(f.exe)
 	must(t, err)
 	must(t, os.WriteFile(lonely, data, 0o755))
@@ -625,7 +624,7 @@ func TestStartupError(t *testing.T) {
 	if !errors.As(err, &startup) || !errors.Is(err, ErrClosed) || startup.ExitCode() != 3 {
 		t.Fatalf("expected a StartupError with status 3, got %v", err)
 	}
-	if want := "dsh-search: ripgrep sidecar " + lonely + "-rg is missing"; !strings.Contains(startup.Stderr, want) {
+	if want := "dsh-search: ripgrep sidecar " + sidecarOf(lonely) + " is missing"; !strings.Contains(startup.Stderr, want) {
 		t.Fatalf("stderr %q lacks %q", startup.Stderr, want)
 	}
 	if !strings.Contains(err.Error(), "exited with status 3") || !strings.Contains(err.Error(), "sidecar") {
@@ -650,15 +649,15 @@ func TestFindExecutable(t *testing.T) {
 	t.Setenv("DSH_SEARCH_EXE", "")
 	t.Setenv("PATH", "/nonexistent"+string(os.PathListSeparator)+filepath.Dir(exe))
 	found, err := FindExecutable("")
-	want, _ := filepath.Abs(filepath.Join(filepath.Dir(exe), "dsh-search"))
+	want, _ := filepath.Abs(filepath.Join(filepath.Dir(exe), executableName))
 	if err != nil || found != want {
 		t.Fatalf("PATH lookup: %q %v, want %q", found, err, want)
 	}
 	t.Setenv("DSH_SEARCH_EXE", "/y/dsh-search")
-	if found, _ := FindExecutable(""); found != "/y/dsh-search" {
+	if found, _ := FindExecutable(""); found != abs(t, "/y/dsh-search") {
 		t.Fatalf("DSH_SEARCH_EXE: %q", found)
 	}
-	if found, _ := FindExecutable("/x/dsh-search"); found != "/x/dsh-search" {
+	if found, _ := FindExecutable("/x/dsh-search"); found != abs(t, "/x/dsh-search") {
 		t.Fatalf("explicit: %q", found)
 	}
 	t.Setenv("DSH_SEARCH_EXE", "")
@@ -815,4 +814,11 @@ func TestNotificationsAndServerRequests(t *testing.T) {
 	if err != nil || state.ExitCode() != 0 {
 		t.Fatalf("Close: %v %v", state, err)
 	}
+}
+
+// abs is filepath.Abs: on Windows a path without a drive is on the current one.
+func abs(t *testing.T, path string) string {
+	found, err := filepath.Abs(path)
+	must(t, err)
+	return found
 }

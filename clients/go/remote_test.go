@@ -1,3 +1,8 @@
+//go:build !windows
+
+// The launcher tests use POSIX shell stand-ins (ssh, env, sh) and POSIX lookups: not on Windows, where the
+// client's Windows tests (tests/windows, under wine) run the rest of the package's tests.
+
 package dshsearch
 
 // Launchers and the executable's lookup, without a daemon: tests/remote drives the client through a real

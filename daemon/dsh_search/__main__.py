@@ -7,6 +7,7 @@ failure writes exactly one line to stderr and nothing to stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -130,6 +131,9 @@ def _workspace(workdir: str, *, given: bool, refused: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # `\n` ends a line on every platform (Windows: not `\r\n`)
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(newline="\n")  # type: ignore[union-attr]
     args = _parser().parse_args(argv)
     logging.addLevelName(NOTICE, "NOTICE")
     logging.basicConfig(

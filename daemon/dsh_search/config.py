@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 
 MAX_GRACE_MS = 2_147_483_647
 
@@ -72,12 +72,12 @@ LIST_FLAGS = {"allowedRoots": "--allowed-root", "denyGlobs": "--deny-glob"}
 
 
 def default_spill_dir(environ: Mapping[str, str]) -> str:
-    state = environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    state = osdep.state_home(environ)
     return os.path.join(state, "dsh-search", "spill")
 
 
 def default_index_dir(environ: Mapping[str, str]) -> str:
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = osdep.cache_home(environ)
     return os.path.join(cache, "dsh-search", "index")
 
 
@@ -182,7 +182,8 @@ KEYS: tuple[Key, ...] = (
         "spillDir",
         "str",
         None,
-        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill",
+        default_text="$XDG_STATE_HOME/dsh-search/spill, else ~/.local/state/dsh-search/spill "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\spill)",
         help="Directory of the spill store, where the complete results of capped searches are saved (created 0700).",
     ),
     Key(
@@ -276,7 +277,8 @@ KEYS: tuple[Key, ...] = (
         "indexDir",
         "str",
         None,
-        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index",
+        default_text="$XDG_CACHE_HOME/dsh-search/index, else ~/.cache/dsh-search/index "
+        "(Windows: %LOCALAPPDATA%\\dsh-search\\index)",
         help="Directory of the workspace indexes (one subdirectory per workspace, created 0700); daemons "
         "may share it. Deleting it while a daemon runs loses nothing: searches walk and the index is built "
         "again.",
@@ -299,11 +301,11 @@ KEYS: tuple[Key, ...] = (
         "mcpResult",
         "str",
         "auto",
-        help="What a tool result carries through MCP: text, the tool's text alone (what agent frameworks hand "
-        "their model as is); full, also an outputSchema per tool with the native result as structuredContent, "
-        "and a capped result's resource_link; auto, full for a client that declares the MCP Apps extension "
-        "(io.modelcontextprotocol/ui: it keeps structured content for its UI and shows the model the text), "
-        "text for every other.",
+        help="What a tool result carries through MCP: structured, the tool's text and, with an outputSchema per "
+        "tool, a structuredContent of the same text and a few counts; text, the text alone (no outputSchema); "
+        "full, the native result as structuredContent under its own outputSchema, and a capped result's "
+        "resource_link; auto, structured for every client except those whose framework shows its model more "
+        "than the text, which get text (LangChain.js, and fastmcp's client as pydantic-ai uses it).",
     ),
     Key(
         "mcpConfine",
@@ -324,7 +326,7 @@ KEYS: tuple[Key, ...] = (
 KEYS_BY_NAME = {k.name: k for k in KEYS}
 TERMINAL_SEARCH_MODES = ("auto", "always", "never")
 GREP_PROFILES = ("upstream", "extended")  # engine/request.py PROFILES: which grep parameters a model sees
-MCP_RESULT_MODES = ("auto", "text", "full")
+MCP_RESULT_MODES = ("auto", "structured", "text", "full")
 
 
 class Config(NamedTuple):

@@ -24,18 +24,38 @@ bound what a killed daemon leaves (docs/hosts.md, "Stopping it"):
   directory's lock. A directory is renamed out of the way (`TRASH_PREFIX`) before it is deleted, so a
   removal interrupted half-way is recognisable and finished by the next sweep.
 
+On Windows (dsh_search/osdep/windows.py) the same three hold with Windows means: the lock is a byte-range
+lock on MARKER, the launcher is watched by a thread waiting on its process handle (PyInstaller's Windows
+launcher does not end its child when it is terminated), a stop is SIGTERM raised in the process, and the
+directory is `%TEMP%\\_MEI%08x` plus what the C runtime's `_wtempnam` appended. A daemon cannot remove its
+own directory there while its DLLs are loaded from it: the next start's sweep does.
+
 The name's format (`_MEI%08x` plus mkdtemp's six characters) is PyInstaller 6.22's, which the child's
 own bootloader checks; a directory named otherwise is never ours to hold or remove, so a
 PyInstaller that changes it makes all of this a no-op (tests/server/test_extraction_e2e.py notices).
 Nothing here imports an extension module after the directory is gone: those are loaded from it.
+
+**The executable file itself.** The Python modules are not unpacked: they stay in the executable's
+embedded archive (PYZ), and PyInstaller's reader opens the executable *by its path* at each module's
+first import (`pyimod01_archive.ZlibArchiveReader.extract`: open, seek to the entry's offset, read,
+inflate). A daemon imports lazily — grep's module, msgspec, SQLite, the index — so an executable
+rebuilt or upgraded in place under a running daemon broke it at its next first import: the path named
+another file (PyInstaller's build removes the old file and writes the new one from the bootloader up,
+so a read at the old offsets found too few bytes — `zlib.error: Error -5 … incomplete or truncated
+stream` — or another build's bytes), or none (`… appears to have been moved or deleted`). That was the
+rare start-up failure seen right after a fresh build: a daemon whose launcher started on the old file
+imported from the new one. `pin_archive()`, the first thing the child does, opens the file it runs
+from — on Linux `/proc/self/exe`, the very file the kernel executed, whatever its name leads to now —
+checks the archive's magic at the reader's offset, and points the reader at that open file
+(`/proc/self/fd/N`). From then on, nothing the daemon imports depends on what the path names. (macOS
+has no such name: there a rebuild in place still breaks a running daemon; Windows keeps a running
+executable from being replaced.)
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
-import fcntl
 import os
 import signal
 import stat
@@ -45,25 +65,53 @@ from collections.abc import Callable
 from types import FrameType
 from typing import NamedTuple
 
+from dsh_search import osdep
+
 MARKER = "DSH-SEARCH-RUNTIME"  # packaging/DSH-SEARCH-RUNTIME, unpacked first (see packaging/dsh-search.spec)
 TRASH_PREFIX = ".dsh-search-trash-"
 MIN_AGE_S = 60.0  # a directory younger than this may still be unpacked into, or its child still starting
 
 _PREFIX = "_MEI"
 _PID_DIGITS = 8
-_NAME_LENGTH = len(_PREFIX) + _PID_DIGITS + 6
 _HEX = frozenset("0123456789abcdef")
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_STOP_SIGNALS = osdep.STOP_SIGNALS  # SIGTERM, SIGINT, SIGHUP (Windows: SIGTERM, SIGINT, SIGBREAK)
+
+
+_PYZ_MAGIC = b"PYZ\0"
+
+
+def pin_archive() -> bool:
+    """Make the frozen daemon's module imports read the executable file it runs from, whatever its path
+    names later (see the module's header). False when it is not frozen this way, the platform cannot pin
+    a file (only Linux can), or the file open is not the archive the reader knows (then nothing changes)."""
+    importers = sys.modules.get("pyimod02_importers")
+    archive = getattr(importers, "pyz_archive", None)
+    offset = getattr(archive, "_start_offset", None)
+    if not isinstance(getattr(archive, "_filename", None), str) or not isinstance(offset, int):
+        return False
+    fd = osdep.own_executable()
+    if fd is None:
+        return False
+    try:
+        magic = osdep.pread(fd, len(_PYZ_MAGIC), offset)
+    except OSError:
+        magic = b""
+    if magic != _PYZ_MAGIC:
+        os.close(fd)
+        return False
+    archive._filename = osdep.pinned_name(fd)  # type: ignore[union-attr]
+    return True
 
 
 def launcher_pid(name: str) -> int | None:
     """The pid of the launcher that made the extraction directory `name`, or None when the name is not
     a onefile extraction directory's."""
-    if len(name) != _NAME_LENGTH or not name.startswith(_PREFIX):
+    if not name.startswith(_PREFIX):
         return None
     digits = name[len(_PREFIX) : len(_PREFIX) + _PID_DIGITS]
-    if not _HEX.issuperset(digits) or not name[len(_PREFIX) + _PID_DIGITS :].isalnum():
+    if len(digits) != _PID_DIGITS or not _HEX.issuperset(digits):
+        return None
+    if not osdep.extraction_suffix_ok(name[len(_PREFIX) + _PID_DIGITS :]):  # mkdtemp's (Windows: _wtempnam's)
         return None
     return int(digits, 16)
 
@@ -89,12 +137,12 @@ class Held:
     def lock(self) -> None:
         """Take the shared lock on the directory (where the file system has no locks, it is held by its
         age and its launcher alone)."""
-        self._fd = _lock_shared(self.directory)
+        self._fd = osdep.lock_extraction(self.directory, MARKER)
 
     def launcher_gone(self) -> bool:
         """Whether the launcher has died (this process was then reparented): nobody will remove the
         directory but us."""
-        return os.getppid() != self.launcher
+        return osdep.parent_gone(self.launcher)
 
     def release(self) -> None:
         """At exit: remove the directory when the launcher is gone; otherwise leave it to the launcher,
@@ -151,7 +199,7 @@ def hold() -> Held | None:
     held.handle_signals()
     held.lock()
     atexit.register(held.release)  # registered first: runs last, once every other exit handler has run
-    _watch_launcher(launcher, _terminate_self)
+    osdep.watch_parent(launcher, _terminate_self)
     if held.launcher_gone():
         _terminate_self()
     return held
@@ -164,60 +212,7 @@ def _install(handler: Callable[[int, FrameType | None], None] | signal.Handlers)
 
 
 def _terminate_self() -> None:
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _lock_shared(directory: str) -> int | None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _watch_launcher(pid: int, on_gone: Callable[[], None]) -> None:
-    """Be told when the launcher dies. Linux: the kernel sends SIGTERM (parent-death signal), which the
-    server handles as any SIGTERM. macOS: a thread waits on a kqueue for the launcher's exit and then
-    calls `on_gone`. Elsewhere, or when the call fails: nothing (the daemon then ends with its stdin)."""
-    if sys.platform.startswith("linux"):
-        import ctypes  # loaded already in the frozen executable (PyInstaller's bootstrap imports it)
-
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), ctypes.c_ulong(0), ctypes.c_ulong(0), 0)
-    elif sys.platform == "darwin":
-        import select
-        import threading
-
-        try:
-            kq = select.kqueue()
-            kq.control(
-                [
-                    select.kevent(
-                        pid,
-                        filter=select.KQ_FILTER_PROC,
-                        flags=select.KQ_EV_ADD | select.KQ_EV_ONESHOT,
-                        fflags=select.KQ_NOTE_EXIT,
-                    )
-                ],
-                0,
-            )
-        except ProcessLookupError:  # gone already: hold() sees it
-            return
-        except OSError:
-            return
-
-        def wait() -> None:
-            with contextlib.suppress(OSError):
-                kq.control(None, 1)
-                on_gone()
-
-        threading.Thread(target=wait, name="launcher-watch", daemon=True).start()
+    osdep.request_stop()
 
 
 # -- removal ----------------------------------------------------------------------------------------------
@@ -271,7 +266,6 @@ def sweep(base: str | None = None, own: str | None = None, min_age_s: float = MI
         if directory is None:
             return Swept([], None)
         base, own = os.path.split(directory)
-    uid = os.getuid()
     now = time.time()
     removed: list[str] = []
     retry_in: float | None = None
@@ -282,13 +276,13 @@ def sweep(base: str | None = None, own: str | None = None, min_age_s: float = MI
     for name in names:
         path = os.path.join(base, name)
         if name.startswith(TRASH_PREFIX) and launcher_pid(name[len(TRASH_PREFIX) :]) is not None:
-            if _own_directory_entry(path, uid) is not None:
+            if _own_directory_entry(path) is not None:
                 _delete_tree(path)  # a removal cut short (or running now: both sides ignore what is gone)
             continue
         pid = launcher_pid(name)
         if pid is None or name == own:
             continue
-        info = _own_directory_entry(path, uid)
+        info = _own_directory_entry(path)
         if info is None:
             continue
         age = now - info.st_mtime
@@ -296,20 +290,20 @@ def sweep(base: str | None = None, own: str | None = None, min_age_s: float = MI
             wait = min_age_s - age
             retry_in = wait if retry_in is None else min(retry_in, wait)
             continue
-        if _alive(pid):
+        if osdep.process_alive(pid):
             continue  # it is unpacking, serving, or about to remove the directory itself
         if _remove_unheld(path, info):
             removed.append(name)
     return Swept(removed, retry_in)
 
 
-def _own_directory_entry(path: str, uid: int) -> os.stat_result | None:
+def _own_directory_entry(path: str) -> os.stat_result | None:
     """The entry's lstat when it is a directory (not a link to one) of this user, else None."""
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+    if not stat.S_ISDIR(info.st_mode) or not osdep.owned_by_me(info):
         return None
     return info
 
@@ -317,32 +311,16 @@ def _own_directory_entry(path: str, uid: int) -> os.stat_result | None:
 def _remove_unheld(path: str, seen: os.stat_result) -> bool:
     """Remove a dead launcher's directory, if it is ours and nobody holds it: lock, then check that the
     name still leads to the directory locked and that it is marked."""
+    held = osdep.try_lock_extraction(path, MARKER)
+    if held is None:
+        return False  # held (a daemon runs from it), or a file system without locks: leave it
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False  # held (a daemon runs from it), or a file system without locks: leave it
-        opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (seen.st_dev, seen.st_ino):
+        if not held.same_as(seen):
             return False
-        try:
-            current = os.lstat(path)
-        except OSError:
-            return False
-        if (current.st_dev, current.st_ino) != (opened.st_dev, opened.st_ino):
-            return False
-        try:
-            marker = os.stat(MARKER, dir_fd=fd, follow_symlinks=False)
-        except OSError:
-            marker = None
-        if marker is None or not stat.S_ISREG(marker.st_mode):
+        if not held.marked:
             # Not marked: another program's, unless it is empty (a launcher killed before it unpacked
             # anything), which is nothing to anyone.
-            if os.listdir(fd):
+            if not held.empty():
                 return False
             try:
                 os.rmdir(path)
@@ -351,23 +329,4 @@ def _remove_unheld(path: str, seen: os.stat_result) -> bool:
             return True
         return remove(path)
     finally:
-        os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process with this pid exists and has not exited (a zombie has: it awaits its reaping).
-    Another user's process counts as alive: the pid was reused, or the directory is not ours to judge."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError as exc:
-        return exc.errno == errno.EPERM
-    if sys.platform.startswith("linux"):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return True
-        return state not in (b"Z", b"X")
-    return True
+        held.close()

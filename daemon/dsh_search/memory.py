@@ -13,12 +13,12 @@ are no-ops: their allocators give memory back on their own or have no such calls
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from dsh_search import osdep
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
 
@@ -61,14 +61,7 @@ class Allocator:
     def _glibc(self) -> Any:
         if not self._loaded:
             self._loaded = True
-            if sys.platform.startswith("linux"):
-                import ctypes
-
-                with contextlib.suppress(OSError, AttributeError):
-                    libc = ctypes.CDLL(None)
-                    if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt"):
-                        libc.mallopt(_M_ARENA_MAX, 2)  # later threads share arenas instead of adding some
-                        self._libc = libc
+            self._libc = osdep.glibc()  # malloc's arenas capped at two; None off glibc
         return self._libc
 
     def release(self) -> None:

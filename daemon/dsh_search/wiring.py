@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from dsh_search import __version__, extraction, memory
+from dsh_search import __version__, extraction, memory, osdep
 from dsh_search.config import Config
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import EXTENDED
@@ -28,7 +28,7 @@ from dsh_search.engine.sidecar import Ripgrep, is_frozen
 from dsh_search.engine.source import FileSource
 from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
-from dsh_search.index.manager import IndexManager
+from dsh_search.index.manager import IndexManager, ask_wait
 from dsh_search.methods import (
     index,
     lifecycle,
@@ -118,9 +118,12 @@ def assemble(
             grep_lister=lister,
             max_bytes=config.index_max_bytes,
             version=__version__,
+            ask_wait_s=ask_wait(config.timeout_ms),
         )
     source: FileSource | None = index_manager
-    if rg.listing_known:  # a small tree's glob listed in process (index/glance.py)
+    # A small tree's glob listed in process (index/glance.py): beside the pinned ripgrep, and where the index's
+    # spelling of paths is the platform's (POSIX; on Windows, where the index is off, ripgrep lists).
+    if rg.listing_known and osdep.index_unavailable_reason() is None:
         source = Glancing(index_manager)
     spill = SpillStore(
         config.spill_dir,
@@ -166,7 +169,7 @@ def assemble(
         stdout_fd=stdout_fd,
         on_exit=lambda: _stop_all(index_manager, launcher, lister.launcher),
         handle_signals=handle_signals,
-        eof_window=lambda: session.eof_window(ctx.session),
+        eof_window=lambda: session.eof_window(ctx.session, ctx.config.grace_ms),
         relayed=config.remote,
     )
     ctx.control = server

@@ -286,7 +286,7 @@ def test_glob_raw_cap_counts_the_decoded_bytes(tmp_path: Path) -> None:
     )
     (tmp_path / os.fsdecode(b"\xff\xff\xff\xff.txt")).write_text("")
     app = _app(tmp_path, listing, rawOutputMaxBytes=17)  # exactly the cap is fine
-    assert asyncio.run(tools.run_glob(app, {"pattern": "*"}, None))["text"] == "\ufffd\ufffd\ufffd\ufffd.txt"
+    assert asyncio.run(tools.run_glob(app, {"pattern": "*"}, None)).text == "\ufffd\ufffd\ufffd\ufffd.txt"
 
 
 def test_grep_raw_cap_counts_the_decoded_bytes_before_parsing(tmp_path: Path) -> None:
@@ -306,9 +306,7 @@ def test_grep_raw_cap_counts_the_decoded_bytes_before_parsing(tmp_path: Path) ->
 def test_grep_parses_a_line_as_upstream_decodes_it(tmp_path: Path) -> None:
     record = b'{"type":"match","data":{"path":{"text":"a"},"line_number":1,"lines":{"text":"\xff\xff"}}}\n'
     app = _app(tmp_path, record, rawOutputMaxBytes=len(record) + 4)
-    assert (
-        asyncio.run(tools.run_grep(app, {"pattern": "x"}, None))["text"] == "Found 1 match\n\na\nLine 1: \ufffd\ufffd"
-    )
+    assert asyncio.run(tools.run_grep(app, {"pattern": "x"}, None)).text == "Found 1 match\n\na\nLine 1: \ufffd\ufffd"
 
 
 def test_a_batch_that_fails_to_parse_still_counts(tmp_path: Path) -> None:

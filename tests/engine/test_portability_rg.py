@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dsh_search import osdep
 from dsh_search.engine import ripgrep
 from dsh_search.engine.searcher import walk_threads
 from dsh_search.memory import Allocator
-from dsh_search.transport.stdio import can_watch_stdout
 
 pytestmark = pytest.mark.usefixtures("platform_calls")
 
@@ -48,7 +48,7 @@ def test_memory_bound_only_where_it_can_be_set(rg_path: str, tmp_path: Path, pla
         )
 
     assert asyncio.run(go()).exit_code == 0
-    assert ripgrep._limit_memory(os.getpid(), resource_limit()) is (platform_calls == "linux")
+    assert osdep.limit_memory(osdep.Tree(os.getpid()), resource_limit()) is (platform_calls == "linux")
 
 
 def resource_limit() -> int:
@@ -65,6 +65,13 @@ def test_allocator_is_a_no_op_off_glibc(platform_calls: str) -> None:
     allocator = Allocator()
     allocator.release()  # never raises
     assert bool(allocator._glibc()) is (platform_calls == "linux")
+
+
+def can_watch_stdout(fd: int) -> bool:
+    stop = osdep.watch_reader_gone(fd, lambda: None)
+    if stop is not None:
+        stop()
+    return stop is not None
 
 
 def test_stdout_watch_only_where_poll_reports_a_gone_reader(platform_calls: str) -> None:

@@ -392,7 +392,8 @@ def test_tools_call_wraps_results_and_failures(start: MakeDaemon, fx: Path) -> N
     d = start()
     ok = d.result("tools/call", {"name": "glob", "arguments": {"pattern": "*.md"}, "_meta": {"cwd": str(fx)}})
     assert ok["isError"] is False and ok["content"] == [{"type": "text", "text": "notes.md"}]
-    assert set(ok) == {"content", "isError"}  # the text alone (mcpResult auto)
+    assert ok["structuredContent"] == {"text": "notes.md", "pathCount": 1, "truncated": False}  # SPEC §3
+    assert list(ok) == ["content", "structuredContent", "isError"]
     bad = d.result("tools/call", {"name": "grep", "arguments": {"pattern": "(x"}, "_meta": {"cwd": str(fx)}})
     assert bad["isError"] is True and bad["content"][0]["text"].startswith("Error: grep pattern rejected by ripgrep:")
     assert "structuredContent" not in bad and bad["_meta"]["dsh-search/error"]["code"] == "SEARCH_INVALID_PATTERN"
@@ -446,6 +447,7 @@ def test_spill_read_escapes(start: MakeDaemon, tmp_path: Path, spill_root: Path)
     d = start("--glob-max-results", "1")
     locator = d.result("glob", {"pattern": "*", "cwd": str(root)})["spill"]["locator"]
     session = os.path.dirname(locator)
+    assert os.path.isabs(session), locator  # the link goes into the spill store, nowhere else
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
     os.symlink(outside, os.path.join(session, "0123456789ab-link.txt"))

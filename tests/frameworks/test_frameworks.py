@@ -6,19 +6,28 @@ glob, follows the capped glob's footer to the end of its saved result with the r
 grep fail. The test holds, from what the framework actually sent its model:
 
 - the text a model is handed for each grep and glob is our text (the native method's), at most 1.1
-  times its size — no framework wraps it in JSON or adds what the model cannot use;
+  times its size — no framework wraps it in JSON or adds what the model cannot use — with the default
+  result shape (SPEC §3: an outputSchema per tool, structuredContent of the text and its counts; the
+  text alone for the two clients recognised as showing their model more, docs/decisions.md);
+- what the framework's MCP client sends to be recognised — its clientInfo, capabilities, protocol and
+  log level, as the daemon logs them at info — is the record in CLIENTS, and so is the shape it got;
 - the capped result's footer is followed to the artifact's last line;
 - the error reaches the model as its `Error: …` text;
 - the framework started one daemon per connection (two for @openai/agents, whose MCP client probes a
   throwaway copy first), and after it closed, no daemon, ripgrep or extraction directory is left.
 
-`dsh-search` on the snippet's PATH is a shim that records each start and points the daemon's TMPDIR,
-state and cache directories into the test's scratch directory (the snippets name the command as a user
-would; the MCP SDKs pass the daemon only HOME, PATH, SHELL and TERM, so the shim, not the host, sets them).
-The sizes measured are written to .cache/framework-sizes.txt."""
+`dsh-search` on the snippet's PATH is a shim that records each start, points the daemon's TMPDIR, state
+and cache directories into the test's scratch directory and keeps its stderr (at info) in a file there
+(the snippets name the command as a user would; the MCP SDKs pass the daemon only HOME, PATH, SHELL and
+TERM, so the shim, not the host, sets them). The sizes measured are written to .cache/framework-sizes.txt.
+
+`test_recognised_clients_need_the_text_alone` runs the two recognised frameworks with the contract's
+shape forced on them (`--mcp-result structured`): the day either stops showing its model more than the
+text, it fails, and the recognition can go."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -47,6 +56,17 @@ class Framework(NamedTuple):
     daemons: int  # daemons one run starts
 
 
+class Client(NamedTuple):
+    """What a framework's MCP client says of itself when it lists and calls tools, and the result shape it
+    is given under mcpResult auto (the daemon's info log line, methods/mcp.py note_client)."""
+
+    info: dict[str, Any]  # clientInfo
+    protocol: str
+    capabilities: dict[str, Any]
+    log_level: str | None  # a 2026-07-28 request's io.modelcontextprotocol/logLevel
+    shape: str  # "structured" (SPEC §3) or "text"
+
+
 FRAMEWORKS = {
     "pydantic-ai": Framework("mcp2", 1),
     "fastmcp": Framework("mcp2", 1),
@@ -59,6 +79,39 @@ FRAMEWORKS = {
     "@langchain/mcp-adapters": Framework("node", 1),
     "@mastra/mcp": Framework("node", 2),  # the same client, in the same mode
 }
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+PYTHON_SDK = {"name": "mcp", "version": "0.1.0"}  # the MCP Python SDK's default clientInfo (1.x and 2.x)
+CLIENTS = {
+    # fastmcp's Client: the SDK's clientInfo, and log level debug asked on every modern request.
+    "pydantic-ai": Client(PYTHON_SDK, MODERN, {}, "debug", "text"),
+    "fastmcp": Client(PYTHON_SDK, MODERN, {}, "debug", "text"),
+    "openai-agents": Client(PYTHON_SDK, LEGACY, {}, None, "structured"),
+    "langchain-mcp-adapters": Client(PYTHON_SDK, LEGACY, {}, None, "structured"),
+    "mcp-use": Client(
+        {"name": "mcp-use", "version": "1.7.1", "websiteUrl": "https://github.com/mcp-use/mcp-use"},
+        LEGACY,
+        {"roots": {"listChanged": True}},
+        None,
+        "structured",
+    ),
+    "smolagents": Client(PYTHON_SDK, LEGACY, {}, None, "structured"),
+    "@openai/agents": Client({"name": "stdio: dsh-search", "version": "1.0.0"}, MODERN, {}, None, "structured"),
+    "ai": Client({"name": "ai-sdk-mcp-client", "version": "1.0.0"}, MODERN, {}, None, "structured"),
+    "@langchain/mcp-adapters": Client(
+        {"name": "@langchain/mcp-adapters", "version": "1.1.4"}, LEGACY, {}, None, "text"
+    ),
+    # Mastra names itself after the server's key in its configuration, and declares the MCP Apps extension.
+    "@mastra/mcp": Client(
+        {"name": "dshSearch", "version": "1.0.0"},
+        MODERN,
+        {"extensions": {"io.modelcontextprotocol/ui": {}}},
+        "info",
+        "structured",
+    ),
+}
+CLIENT_LINE = re.compile(
+    r"client (\{.*\}|null), protocol (\S+), capabilities (\{.*\}|null), log level (\S+): tool results (\w+)"
+)
 CALLS = [(tool, arguments) for tool, arguments in scripted_model.FIRST_STEPS]
 
 
@@ -102,8 +155,9 @@ def ours(exe: Path, project: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return {"texts": texts, "artifact": artifact}
 
 
-def shim(scratch: Path, exe: Path) -> Path:
-    """A `dsh-search` for the snippet's PATH: records its pid, keeps the daemon's files in `scratch`."""
+def shim(scratch: Path, exe: Path, *extra: str) -> Path:
+    """A `dsh-search` for the snippet's PATH: records its pid, keeps the daemon's files in `scratch` and
+    its stderr, at info, in `scratch/daemon.log`; `extra` arguments follow the snippet's."""
     bin_dir = scratch / "bin"
     bin_dir.mkdir(parents=True)
     for sub in ("tmp", "state", "cache"):
@@ -113,10 +167,73 @@ def shim(scratch: Path, exe: Path) -> Path:
         "#!/bin/sh\n"
         f'echo $$ >> "{scratch}/spawns"\n'
         f'export TMPDIR="{scratch}/tmp" XDG_STATE_HOME="{scratch}/state" XDG_CACHE_HOME="{scratch}/cache"\n'
-        f'exec "{exe}" "$@"\n'
+        f'exec "{exe}" "$@" {" ".join(extra)} --log-level info 2>>"{scratch}/daemon.log"\n'
     )
     script.chmod(0o755)
     return bin_dir
+
+
+def clients_seen(scratch: Path) -> list[Client]:
+    """The clients the daemons a run started logged (each once), with the shape each was given."""
+    log = scratch / "daemon.log"
+    found: list[Client] = []
+    for line in log.read_text().splitlines() if log.exists() else ():
+        match = CLIENT_LINE.search(line)
+        if match:
+            info, protocol, capabilities, level, shape = match.groups()
+            level = None if level == "None" else level
+            client = Client(json.loads(info), protocol, json.loads(capabilities), level, shape)
+            if client not in found:
+                found.append(client)
+    return found
+
+
+class Run(NamedTuple):
+    steps: list[dict[str, Any]]  # what the scripted model asked for and saw
+    spawned: list[int]  # the daemons started
+    clients: list[Client]
+
+
+def run_snippet(
+    name: str, exe: Path, project: Path, scratch: Path, model_url: str, request: pytest.FixtureRequest, *extra: str
+) -> Run:
+    """Run the framework's docs snippet as written, with the shim's daemon (`extra` arguments added): it
+    exits 0 after the scripted model's one run."""
+    framework = FRAMEWORKS[name]
+    language, code = snippets()[name]
+    bin_dir = shim(scratch, exe, *extra)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "OPENAI_BASE_URL": model_url,
+        "OPENAI_API_KEY": "sk-scripted",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",  # the SDKs' trace exports would go to the network
+        "MCP_USE_ANONYMIZED_TELEMETRY": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
+    if language == "python":
+        python = request.getfixturevalue("pythons")[framework.runtime]
+        program = scratch / "snippet.py"
+        program.write_text(code)
+        argv = [str(python), str(program)]
+    else:
+        node = request.getfixturevalue("node")
+        program = NODE_PROJECT / f".snippet-{re.sub(r'[^a-z]+', '-', name)}.mjs"  # resolves the project's packages
+        program.write_text(code)
+        argv = [node, str(program)]
+    before = len(scripted_model.SCRIPT.runs)
+    try:
+        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False)
+    finally:
+        if language == "js":
+            program.unlink()
+    runs = scripted_model.SCRIPT.runs[before:]
+    log = (scratch / "daemon.log").read_text()[-4000:] if (scratch / "daemon.log").exists() else ""
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}\ndaemon:\n{log}"
+    assert scripted_model.FINAL in done.stdout, done.stdout[-2000:]
+    assert len(runs) == 1, [r["steps"][:1] for r in runs]
+    spawned = [int(pid) for pid in (scratch / "spawns").read_text().split()]
+    return Run(runs[0]["steps"], spawned, clients_seen(scratch))
 
 
 def in_tree(root: Path) -> list[int]:
@@ -137,6 +254,12 @@ def masked(text: str) -> str:
     return LOCATOR.sub("<saved result>", text)
 
 
+def comparable_size(text: str, seen: str) -> int:
+    """The size of our text had it named the saved result the framework's daemon named (its own path)."""
+    ours, theirs = LOCATOR.findall(text), LOCATOR.findall(seen)
+    return len(text) + sum(map(len, theirs[:1])) - sum(map(len, ours[:1]))
+
+
 @pytest.mark.parametrize("name", list(FRAMEWORKS))
 def test_framework_snippet(
     name: str,
@@ -148,46 +271,15 @@ def test_framework_snippet(
     request: pytest.FixtureRequest,
 ) -> None:
     framework = FRAMEWORKS[name]
-    language, code = snippets()[name]
-    bin_dir = shim(tmp_path, exe)
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "OPENAI_BASE_URL": model_url,
-        "OPENAI_API_KEY": "sk-scripted",
-        "OPENAI_AGENTS_DISABLE_TRACING": "1",  # the SDKs' trace exports would go to the network
-        "MCP_USE_ANONYMIZED_TELEMETRY": "false",
-        "HF_HUB_OFFLINE": "1",
-    }
-    if language == "python":
-        python = request.getfixturevalue("pythons")[framework.runtime]
-        program = tmp_path / "snippet.py"
-        program.write_text(code)
-        argv = [str(python), str(program)]
-    else:
-        node = request.getfixturevalue("node")
-        program = NODE_PROJECT / f".snippet-{re.sub(r'[^a-z]+', '-', name)}.mjs"  # resolves the project's packages
-        program.write_text(code)
-        argv = [node, str(program)]
-    before = len(scripted_model.SCRIPT.runs)
-    try:
-        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False)
-    finally:
-        if language == "js":
-            program.unlink()
-    runs = scripted_model.SCRIPT.runs[before:]
-    assert done.returncode == 0, f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    assert scripted_model.FINAL in done.stdout, done.stdout[-2000:]
-    assert len(runs) == 1, [r["steps"][:1] for r in runs]
-    steps = runs[0]["steps"]
+    steps, spawned, clients = run_snippet(name, exe, project, tmp_path, model_url, request)
     assert [s["tool"] for s in steps] == ["grep", "grep", "glob", "glob", "read", "read", "read", "grep"], steps
+    assert clients == [CLIENTS[name]], clients
 
     sizes = []
     for step, text in zip(steps[:4], ours["texts"], strict=True):
         seen = step["seen"]
         assert masked(text).strip() in masked(seen), f"{name}: {step['arguments']} reached the model as {seen[:500]!r}"
-        locators = LOCATOR.findall(text), LOCATOR.findall(seen)
-        size = len(text) + sum(map(len, locators[1][:1])) - sum(map(len, locators[0][:1]))  # same saved-result path
+        size = comparable_size(text, seen)
         assert len(seen) <= 1.1 * size, f"{name}: {step['arguments']}: {len(seen)} characters for our {size}"
         sizes.append(f"{len(seen)}/{size}")
     # The capped glob's footer, followed to the end of the saved result: every line, in three pages.
@@ -197,7 +289,6 @@ def test_framework_snippet(
     error = steps[7]["seen"]
     assert "Error: grep pattern rejected by ripgrep" in error, error
 
-    spawned = [int(pid) for pid in (tmp_path / "spawns").read_text().split()]
     assert len(spawned) == framework.daemons, spawned
     deadline = time.monotonic() + 5
     while (in_tree(project) or any(map(alive, spawned))) and time.monotonic() < deadline:
@@ -206,10 +297,45 @@ def test_framework_snippet(
     assert not any(map(alive, spawned)), f"{name} left a daemon running"
     assert list((tmp_path / "tmp").iterdir()) == [], f"{name} left an extraction directory"
     line = f"{name}: grep uncapped {sizes[0]}, capped {sizes[1]}; glob uncapped {sizes[2]}, capped {sizes[3]}; "
-    line += f"{len(spawned)} daemon(s); error as {len(error)} characters: {error[:80]!r}\n"
+    line += f"{len(spawned)} daemon(s); error as {len(error)} characters: {error[:80]!r}; "
+    line += f"client {json.dumps(CLIENTS[name].info)} {CLIENTS[name].protocol}: {CLIENTS[name].shape}\n"
     SIZES.parent.mkdir(exist_ok=True)
     with SIZES.open("a") as f:
         f.write(line)
+
+
+@pytest.mark.parametrize("name", ["pydantic-ai", "@langchain/mcp-adapters"])
+def test_recognised_clients_need_the_text_alone(
+    name: str,
+    exe: Path,
+    project: Path,
+    ours: dict[str, Any],
+    tmp_path: Path,
+    model_url: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Why mcpResult auto gives these two the text alone: with the contract's shape (`structured`), what
+    each hands its model for a grep or glob is not the text — pydantic-ai hands over the structuredContent
+    serialized (JSON with the text escaped in it), LangChain.js JSON of the text block with the
+    structuredContent beside it."""
+    steps, _spawned, clients = run_snippet(
+        name, exe, project, tmp_path, model_url, request, "--mcp-result", "structured"
+    )
+    assert {c.shape for c in clients} == {"structured"}
+    sizes = []
+    for step, text in zip(steps[:4], ours["texts"], strict=True):
+        seen = step["seen"]
+        shown = json.loads(seen)  # not the text: a JSON document that holds it
+        if name == "pydantic-ai":
+            assert masked(shown["text"]) == masked(text) and "truncated" in shown, shown
+        else:
+            assert masked(shown["text"]) == masked(text) and "structuredContent" in shown, shown
+        sizes.append(f"{len(seen) / comparable_size(text, seen):.3f}")
+    SIZES.parent.mkdir(exist_ok=True)
+    with SIZES.open("a") as f:
+        f.write(
+            f"{name} given the structured shape: grep uncapped, capped; glob uncapped, capped: {', '.join(sizes)}\n"
+        )
 
 
 KEEP_ALIVE = """

@@ -14,6 +14,9 @@ the tree is on a filesystem whose timestamps tick once a second (ext4 with 128-b
 image), where a rewrite within one tick keeps every time. Files are indexed in documents of 1 MiB, or
 of a few bytes (so that literals straddle documents). The index may walk whenever it is unsure; the
 test also checks it answered a fair share of the calls itself, or the equivalence would say nothing.
+And a second daemon may join as a guest that asks the first (peers.py), with the same environment or
+another (other global git excludes through `XDG_CONFIG_HOME`, another `HOME`, git's own variables, an
+unrelated variable): its answers must be its own walk's.
 
 DSH_INDEX_EXAMPLES sets the number of examples (CI runs a few dozen; run thousands by hand).
 """
@@ -50,6 +53,8 @@ from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading, shards
 from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
+from dsh_search.index.manager import IndexManager
+from dsh_search.index.peers import Owner, OwnerLock
 from dsh_search.index.status import READY, Walk
 from dsh_search.index.workspace import Workspace
 from tests.support.examples import examples
@@ -244,7 +249,7 @@ def _edit(root: Path, data: st.DataObject) -> str:
                 *("write", "write", "write", "delete", "rename", "mkdir", "rmdir"),
                 *("rules", "link", "git", "touch", "mvdir", "chmod"),
                 *("hardlink", "ungit", "exclude", "rules-link", "retarget", "replace", "replace-dir", "exchange"),
-                *("root-move", "root-recreate", "parent-rules", "global-rules"),
+                *("root-move", "root-recreate", "parent-rules", "global-rules", "guest"),
                 # Other names, other views, time: each kind twice, as a write through the other name
                 # needs the name first.
                 *("hardlink", "hardlink-in", "hard-write", "rules-hardlink", "git-link", "repo-exclude") * 2,
@@ -456,6 +461,8 @@ def _edit(root: Path, data: st.DataObject) -> str:
         excludes = home / ".config" / "git" / "ignore"
         excludes.parent.mkdir(parents=True, exist_ok=True)
         excludes.write_text("\n".join(data.draw(st.lists(st.sampled_from(RULES), max_size=3))) + "\n")
+    elif kind == "guest":
+        return _edit_guest(base, data)
     elif kind == "mount" and directory and (root / directory).is_dir():
         _mount("-t", "tmpfs", "none", str(root / directory))
         (root / directory / name).write_bytes(b"SUSPEND on a mounted filesystem\n")
@@ -507,6 +514,14 @@ def _edit(root: Path, data: st.DataObject) -> str:
     return f"{kind} {directory}/{name}"
 
 
+def _edit_guest(base: Path, data: st.DataObject) -> str:
+    """A second daemon joins as a guest (replacing the last), with this environment for its ripgrep."""
+    variant = data.draw(st.sampled_from(list(GUEST_VARIANTS)))
+    rules = "\n".join(data.draw(st.lists(st.sampled_from(["*.c", *RULES]), min_size=1, max_size=3))) + "\n"
+    write_guest_config(base, variant, rules)
+    return f"guest {variant}"
+
+
 def _edit_lower(lower: Path, name: str, data: st.DataObject) -> None:
     """An overlay's lower directory edited directly: a file added, rewritten or deleted."""
     lower.mkdir(exist_ok=True)
@@ -538,7 +553,41 @@ def _unmount_under(path: Path) -> None:
         _mount_off(Path(point))
 
 
-TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0, "globs": 0, "glanced": 0}
+TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
+TALLY.update(guest_calls=0, guest_asked=0, guest_answered=0, globs=0, glanced=0)
+
+# How a guest's environment differs from the owner's ({"PATH", "HOME": <index dir>}), and whether their
+# views of the files are then the same (the guest asks the owner) or not (it walks).
+GUEST_VARIANTS = {
+    "same": True,
+    "unrelated": True,  # a variable that plays no part in what ripgrep reads
+    "xdg": False,  # XDG_CONFIG_HOME elsewhere: another global excludes file
+    "home": False,  # another HOME: another ~/.gitconfig naming another excludes file
+    "git": False,  # git's own variables (ripgrep reads none today; a guest walks all the same)
+}
+
+
+def write_guest_config(base: Path, variant: str, rules: str) -> None:
+    if variant == "xdg":
+        (base / "xdg" / "git").mkdir(parents=True, exist_ok=True)
+        (base / "xdg" / "git" / "ignore").write_text(rules)
+    elif variant == "home":
+        (base / "home").mkdir(exist_ok=True)
+        (base / "home" / ".gitconfig").write_text("[core]\n\texcludesFile = ~/excluded\n")
+        (base / "home" / "excluded").write_text(rules)
+
+
+def guest_environment(base: Path, owner: dict[str, str], variant: str) -> dict[str, str]:
+    env = dict(owner)
+    if variant == "unrelated":
+        env["LANG"] = "C.UTF-8"
+    elif variant == "xdg":
+        env["XDG_CONFIG_HOME"] = str(base / "xdg")
+    elif variant == "home":
+        env["HOME"] = str(base / "home")
+    elif variant == "git":
+        env["GIT_CONFIG_GLOBAL"] = str(base / "home" / ".gitconfig")
+    return env
 
 
 class Counting:
@@ -565,7 +614,7 @@ class Counting:
 
 
 class Pair:
-    """The two engines over one tree."""
+    """The two engines over one tree (and, once a guest joins, the guest's two engines)."""
 
     def __init__(self, root: Path, rg: str, index_dir: Path, deny: tuple[str, ...]) -> None:
         cfg = config_mod.build(
@@ -574,6 +623,9 @@ class Pair:
         )
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(index_dir)}  # no user config in play
         limits = Limits(cfg.raw_output_max_bytes, cfg.stderr_max_bytes, 3.0)
+        self.cfg, self.env, self.limits, self.rg, self.root, self.index_dir = cfg, env, limits, rg, root, index_dir
+        self.guest: Guest | None = None
+        self.owner: tuple[IndexManager, Owner, OwnerLock] | None = None
         self.pool = pool = Workers.start()
         self._make = lambda: Workspace(str(root), index_dir=str(index_dir), grep_lister=GrepLister.create(rg, env, 3.0))
         self.workspace = self._make()
@@ -604,6 +656,56 @@ class Pair:
         self.workspace = self.counting.workspace = self._make()
         self.workspace.start()
         self.restarts += 1
+        if self.owner is not None:  # the guest's owner is the new daemon
+            self.owner[0]._workspace = self.workspace
+
+    async def join(self, variant: str) -> None:
+        """A guest joins (replacing the last one), its ripgrep in the environment of `variant`."""
+        if self.owner is None:  # this daemon's index answers guests, as the owner's manager does
+            owner = IndexManager(mode="on", index_dir=str(self.index_dir), grep_lister=self.workspace._lister)
+            owner._workspace = self.workspace
+            lock = OwnerLock(self.workspace.dir)
+            assert lock.take()
+            listening = Owner(self.workspace.dir, owner.version, owner._serve, owner._view)
+            await listening.listen()
+            self.owner = (owner, listening, lock)
+        if self.guest is not None:
+            self.guest.close()
+        env = guest_environment(self.index_dir.parent, self.env, variant)
+        self.guest = Guest(self, env, GUEST_VARIANTS[variant])
+
+    def close(self) -> None:
+        if self.guest is not None:
+            self.guest.close()
+        if self.owner is not None:
+            _manager, listening, lock = self.owner
+            listening.close()
+            lock.release()
+        self.workspace.close()
+        self.pool.parse.shutdown()
+        self.pool.stat.shutdown()
+
+
+class Guest:
+    """A guest daemon's two engines: one that walks, one that asks the owner first."""
+
+    def __init__(self, pair: Pair, env: dict[str, str], same_view: bool) -> None:
+        self.same_view = same_view
+        self.manager = IndexManager(
+            mode="on",
+            index_dir=str(pair.index_dir),
+            grep_lister=GrepLister.create(pair.rg, env, 3.0),
+            ask_wait_s=10.0,  # a loaded machine's slow answer must not make a same-view guest walk
+        )
+        self.manager.set_workspace(str(pair.root))
+        assert self.manager._guest is not None  # the owner's lock is held: a guest
+        deny = DenyGlobs(pair.cfg.deny_globs)
+        launch = Launcher(pair.rg, env, pair.limits)
+        self.plain = Searcher(pair.cfg, launch, FakeSpill(), deny, pair.pool, 2)
+        self.indexed = Searcher(pair.cfg, launch, FakeSpill(), deny, pair.pool, 2, source=self.manager)
+
+    def close(self) -> None:
+        self.manager.close()
 
 
 async def scenario(data: st.DataObject, rg: str) -> None:
@@ -635,9 +737,7 @@ async def _scenario(data: st.DataObject, rg: str) -> None:
             NOW["pair"], NOW["built"] = None, False
             TALLY["rebuilds"] += pair.workspace.counts.rebuilds or 0
             TALLY["restarts"] += pair.restarts
-            pair.workspace.close()
-            pair.pool.parse.shutdown()
-            pair.pool.stat.shutdown()
+            pair.close()
     finally:
         _unmount_under(base)
         remove_tree(base)  # a chmod edit may have left a directory its owner cannot enter
@@ -650,6 +750,9 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
     assert pair.workspace.state == READY, pair.workspace.status("on")
     NOW["built"] = True
     history: list[str] = []
+    if data.draw(st.integers(0, 3)) == 0:  # a guest from the start, as well as one that joins as an edit
+        history.append(_edit_guest(root.parent, data))
+        await pair.join(history[-1].split()[1])
     for _step in range(data.draw(st.integers(1, 8))):
         if not pair.workspace._ready.is_set():  # restarted by the last edit: its build has the tree first
             await asyncio.wait_for(pair.workspace._ready.wait(), 30)
@@ -672,7 +775,18 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
                 assert await run(pair.glanced, root, call) == expected, ("glance", call, history)
                 TALLY["globs"] += 1
                 TALLY["glanced"] += pair.glancing.listed - listed
+            if pair.guest is not None:  # the guest's answers are its own walk's, whatever the owner's view
+                guest = pair.guest
+                before = sum(guest.manager.answered.values())
+                assert await run(guest.indexed, root, call) == await run(guest.plain, root, call), (call, history)
+                TALLY["guest_calls"] += 1
+                TALLY["guest_asked"] += guest.same_view
+                TALLY["guest_answered"] += sum(guest.manager.answered.values()) - before
+                if not guest.same_view:
+                    assert sum(guest.manager.answered.values()) == 0, (call, history)
         history.append(edit(root, data))
+        if history[-1].startswith("guest "):
+            await pair.join(history[-1].split()[1])
 
 
 def debug(ws: Workspace, root: Path, call: GlobQuery | GrepQuery, history: list[str]) -> None:
@@ -827,6 +941,8 @@ def _the_index_answered_a_fair_share() -> Iterator[None]:
         assert TALLY["answered"] >= TALLY["calls"] // 6, TALLY
     if TALLY["globs"] >= 20:  # and the glance listed most small trees itself
         assert TALLY["glanced"] >= TALLY["globs"] // 3, TALLY
+    if TALLY["guest_asked"] >= 20:  # a guest with the owner's view is answered by it, often
+        assert TALLY["guest_answered"] >= TALLY["guest_asked"] // 6, TALLY
 
 
 async def wait_until(condition: Callable[[], bool], timeout_s: float = 30) -> None:

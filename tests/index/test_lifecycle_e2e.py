@@ -163,7 +163,7 @@ def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clea
     for pattern in ("TOKEN_1234", f"LATE_{KILLS - 1}_1", "LATE_4_[0-9]"):
         same(survivor, off, "grep", {"pattern": pattern})
     same(survivor, off, "glob", {"pattern": "**/late*.c"})
-    # One set, its lock and trust record, the owner's lock and the use stamp: nothing else.
+    # One set, its lock and trust record, the owner's lock, its socket's name and the use stamp: nothing else.
     (workspace,) = [p for p in index_dir.iterdir() if p.is_dir()]
     entries = sorted(p.name for p in workspace.iterdir())
     sets = [p for p in workspace.iterdir() if p.is_dir()]
@@ -179,7 +179,7 @@ def test_killed_at_random_instants_it_leaves_nothing_a_later_start_does_not_clea
         "lock",
         "trust",
     ]
-    assert {p.name for p in workspace.iterdir() if not p.is_dir()} == {"owner.lock", "used"}
+    assert {p.name for p in workspace.iterdir() if not p.is_dir()} == {"owner.lock", "owner.addr", "used"}
 
 
 # --- no search waits on a build; the build says what it does ----------------------------------------------------

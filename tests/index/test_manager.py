@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def test_an_index_directory_that_cannot_be_made_is_a_reason(rg_path: str, tmp_pa
 def test_where_the_index_cannot_be_exact_auto_stays_off(
     rg_path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(manager_mod.sys, "platform", "darwin")
+    monkeypatch.setattr(sys, "platform", "darwin")  # the OS seam (osdep.posix) asks at call time
     assert "no inotify on darwin" in (unsupported_reason(str(tmp_path)) or "")
     root = str(tree(tmp_path / "w"))
 
@@ -234,7 +235,9 @@ def test_a_second_manager_asks_the_first_and_takes_over_when_it_goes(
         owner = make(rg_path, tmp_path / "index")
         owner.set_workspace(root)
         await ready(owner)
-        assert owner._listening is not None and await owner._listening
+        assert owner._listening is not None and owner._owner is not None
+        await owner._listening
+        assert owner._owner.problem is None  # listening
         guest = make(rg_path, tmp_path / "index")
         guest.set_workspace(root)
         assert guest._guest is not None and guest._workspace is None
@@ -268,13 +271,16 @@ def test_a_guest_whose_owner_does_not_answer_walks(rg_path: str, tmp_path: Path)
         owner = make(rg_path, tmp_path / "index", version="1")
         owner.set_workspace(root)
         await ready(owner)
-        assert owner._listening is not None and await owner._listening
+        assert owner._listening is not None and owner._owner is not None
+        await owner._listening
+        assert owner._owner.problem is None  # listening
         guest = make(rg_path, tmp_path / "index", version="2")  # another version: no answers
         guest.set_workspace(root)
         assert await guest.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) is None
         assert await guest.glob(root, GlobQuery("*"), NO_DENY) is None
         status = await guest.status()
-        assert status.state == OFF and status.role == "guest" and "does not answer" in (status.reason or "")
+        assert status.state == OFF and status.role == "guest" and "did not answer" in (status.reason or "")
+        assert "the owner is dsh-search 1" in (status.reason or "")
         assert status.walked_because == {Walk.OWNER_SILENT: 2}
         guest.close()
         owner.close()

@@ -1,13 +1,16 @@
 """index/peers.py on its own, no daemon: the owner's lock, the protocol's encoding (a query carried whole,
 an answer that is files, a reason to walk or a status), an owner answering over a socketpair, and a guest
-asking a real owner's socket in this process — its silences (no owner, too slow, another version, a
-reply it does not read) all `None`, so its search walks."""
+asking a real owner's socket in this process — its silences (no owner, too slow, another version or
+view, a reply it does not read) all `None`, so its search walks; views compared (index/view.py), a
+bounded wait that no question spends behind another, a published name, and an owner that says why
+guests cannot ask it."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,10 @@ from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index import peers
 from dsh_search.index.peers import Answer, Guest, Owner, OwnerLock, Question
 from dsh_search.index.status import Status, Walk
+from dsh_search.index.view import View
 
 VERSION = "9.9.9"
+VIEW = View.of_process({"HOME": "/home/a", "PATH": "/bin", "GIT_CONFIG_GLOBAL": "/g"})
 EXTENDED = GrepQuery(
     "a+b",
     "src",
@@ -59,9 +64,20 @@ def test_a_lock_that_cannot_be_made_is_not_taken(tmp_path: Path) -> None:
     assert not OwnerLock(str(tmp_path / "missing" / "dir")).take()
 
 
-def test_the_address_is_the_workspace_and_the_user(tmp_path: Path) -> None:
-    a, b = peers.address(str(tmp_path / "a")), peers.address(str(tmp_path / "b"))
-    assert a.startswith("\0dsh-search-index-") and a != b and a == peers.address(str(tmp_path / "a"))
+def test_the_address_is_drawn_at_each_listen_and_kept_in_the_private_directory(tmp_path: Path) -> None:
+    async def run() -> list[str | None]:
+        names = []
+        for _ in range(2):
+            owner = Owner(str(tmp_path), VERSION, answering(Walk.OUTSIDE), VIEW)
+            await owner.listen()
+            names.append(peers._address_of(str(tmp_path)))
+            owner.close()
+            names.append(peers._address_of(str(tmp_path)))  # gone with it
+        return names
+
+    first, after_first, second, after_second = asyncio.run(run())
+    assert first and second and first != second and first.startswith("dsh-search-")
+    assert after_first is None and after_second is None
 
 
 # --- the encoding --------------------------------------------------------------------------------------------
@@ -152,7 +168,7 @@ def converse(serve: peers.Serve, messages: list[bytes]) -> list[Any]:
 
     async def run() -> list[Any]:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        owner = Owner("/nowhere", VERSION, serve)
+        owner = Owner("/nowhere", VERSION, serve, VIEW)
         reader, writer = await asyncio.open_connection(sock=theirs)
         served = asyncio.ensure_future(owner._serve(reader, writer))
         my_reader, my_writer = await asyncio.open_connection(sock=mine)
@@ -173,6 +189,11 @@ def frame(message: Any) -> bytes:
     return peers._frame(message)
 
 
+def asked(question: Question, version: str = VERSION) -> dict[str, Any]:
+    """A question as a guest of this view writes it."""
+    return {**peers.encode_question(question, version), "view": VIEW.as_json()}
+
+
 def answering(answer: Answer) -> peers.Serve:
     async def serve(question: Question) -> Answer:
         assert question.op in ("glob", "grep", "status")
@@ -183,7 +204,7 @@ def answering(answer: Answer) -> peers.Serve:
 
 def test_an_owner_answers_each_question_in_turn() -> None:
     files = GrepFiles([b"a.c"], [])
-    grep = peers.encode_question(Question("grep", "/w", EXTENDED, ()), VERSION)
+    grep = asked(Question("grep", "/w", EXTENDED, ()))
     replies = converse(answering(files), [frame(grep), frame(grep)])
     assert [peers.decode_answer("grep", r) for r in replies[:2]] == [files, files]
     assert replies[2] == 2  # questions served
@@ -193,7 +214,8 @@ def test_an_owner_says_why_it_does_not_answer() -> None:
     async def failing(question: Question) -> Answer:
         raise RuntimeError("the shard is gone")
 
-    grep = peers.encode_question(Question("grep", "/w", GrepQuery("x")), VERSION)
+    grep = asked(Question("grep", "/w", GrepQuery("x")))
+    other = VIEW._replace(groups=(*VIEW.groups, 99999)).as_json()
     replies = converse(
         failing,
         [
@@ -202,6 +224,8 @@ def test_an_owner_says_why_it_does_not_answer() -> None:
             frame([1, 2]),
             frame({**grep, "op": "delete"}),
             frame(grep),
+            frame({**grep, "view": other}),
+            frame({**grep, "view": None}),
         ],
     )
     assert replies[0] == {"v": peers.PROTOCOL, "error": "another protocol"}
@@ -209,13 +233,19 @@ def test_an_owner_says_why_it_does_not_answer() -> None:
     assert replies[2] == {"v": peers.PROTOCOL, "error": "another protocol"}
     assert replies[3]["error"].startswith("ValueError: no such question")
     assert replies[4] == {"v": peers.PROTOCOL, "error": "RuntimeError: the shard is gone"}
-    assert replies[5] == 0  # none served
+    assert replies[5] == {
+        "v": peers.PROTOCOL,
+        "error": "the owner sees the files otherwise: supplementary groups",
+        "view": "supplementary groups",
+    }
+    assert replies[6]["error"].startswith("not a view")
+    assert replies[7] == 0  # none served
 
 
 def test_an_owner_drops_a_connection_that_sends_an_oversized_or_broken_message() -> None:
     async def run(data: bytes) -> bytes:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        owner = Owner("/nowhere", VERSION, answering(Walk.OUTSIDE))
+        owner = Owner("/nowhere", VERSION, answering(Walk.OUTSIDE), VIEW)
         reader, writer = await asyncio.open_connection(sock=theirs)
         served = asyncio.ensure_future(owner._serve(reader, writer))
         mine.sendall(data)
@@ -238,12 +268,18 @@ def test_an_owner_drops_a_connection_that_sends_an_oversized_or_broken_message()
 
 
 def with_owner(
-    tmp_path: Path, serve: peers.Serve, body: Callable[[Guest], Awaitable[Any]], *, version: str = VERSION
+    tmp_path: Path,
+    serve: peers.Serve,
+    body: Callable[[Guest], Awaitable[Any]],
+    *,
+    version: str = VERSION,
+    wait_s: float = peers.ASK_WAIT_S,
 ) -> Any:
     async def run() -> Any:
-        owner = Owner(str(tmp_path), VERSION, serve)
-        assert await owner.start()
-        guest = Guest(str(tmp_path), version)
+        owner = Owner(str(tmp_path), VERSION, serve, VIEW)
+        await owner.listen()
+        assert owner.problem is None
+        guest = Guest(str(tmp_path), version, VIEW, wait_s)
         try:
             return await body(guest)
         finally:
@@ -284,7 +320,7 @@ def test_a_guest_reads_a_reason_to_walk_and_a_status(tmp_path: Path) -> None:
 
 
 def test_a_slow_owner_is_no_answer_and_the_guest_tries_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(peers, "ASK_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(peers, "STALLED_S", 0.0)  # asked again at once (see the bounded wait's test)
 
     async def body(guest: Guest) -> list[Any]:
         first = await guest.ask(Question("grep", "/w", GrepQuery("slow"), ()))
@@ -298,12 +334,12 @@ def test_a_slow_owner_is_no_answer_and_the_guest_tries_anew(tmp_path: Path, monk
             await asyncio.sleep(5)
         return Walk.OUTSIDE
 
-    assert with_owner(tmp_path, serve, body) == [None, Walk.OUTSIDE]
+    assert with_owner(tmp_path, serve, body, wait_s=0.2) == [None, Walk.OUTSIDE]
 
 
 def test_no_owner_is_no_answer(tmp_path: Path) -> None:
     async def run() -> Any:
-        guest = Guest(str(tmp_path), VERSION)
+        guest = Guest(str(tmp_path), VERSION, VIEW)
         try:
             return await guest.ask(Question("status")), guest.lost.is_set()
         finally:
@@ -321,23 +357,6 @@ def test_a_reply_the_guest_does_not_read_is_no_answer(tmp_path: Path) -> None:
     assert with_owner(tmp_path, answering(GrepFiles([b"a"], [])), body) is None
 
 
-def test_an_address_taken_by_another_socket_leaves_the_owner_unheard(tmp_path: Path) -> None:
-    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    squatter.bind(peers.address(str(tmp_path)))
-    try:
-
-        async def run() -> bool:
-            owner = Owner(str(tmp_path), VERSION, answering(Walk.OUTSIDE))
-            try:
-                return await owner.start()
-            finally:
-                owner.close()
-
-        assert asyncio.run(run()) is False
-    finally:
-        squatter.close()
-
-
 def test_peer_credentials_are_read_from_a_unix_socket() -> None:
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -350,3 +369,91 @@ def test_peer_credentials_are_read_from_a_unix_socket() -> None:
         assert peers._peer_uid(tcp) is None or isinstance(peers._peer_uid(tcp), int)
     finally:
         tcp.close()
+
+
+# --- views, the bounded wait, an owner that cannot listen ------------------------------------------------------
+
+
+def test_a_view_holds_what_decides_ripgreps_rules_and_names_what_differs() -> None:
+    assert VIEW.environment == (("GIT_CONFIG_GLOBAL", "/g"), ("HOME", "/home/a"))  # not PATH
+    assert View.from_json(VIEW.as_json()) == VIEW
+    other = View.of_process({"HOME": "/home/a", "XDG_CONFIG_HOME": "/x"})._replace(groups=(1, 2, 3))
+    assert VIEW.differs(VIEW) is None
+    assert VIEW.differs(other) == "supplementary groups, environment (GIT_CONFIG_GLOBAL, XDG_CONFIG_HOME)"
+    with pytest.raises(ValueError):
+        View.from_json({"uid": 0})
+
+
+def test_questions_wait_a_bounded_time_each_and_never_one_behind_another(tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def serve(question: Question) -> Answer:
+        assert isinstance(question.query, GrepQuery)
+        if question.query.pattern == "slow":
+            await release.wait()
+        return Walk.OUTSIDE
+
+    async def body(guest: Guest) -> None:
+        slow, quick = Question("grep", "/w", GrepQuery("slow")), Question("grep", "/w", GrepQuery("quick"))
+        try:
+            assert await guest.ask(quick) == Walk.OUTSIDE
+            started = time.monotonic()
+            got = await asyncio.gather(*(guest.ask(slow) for _ in range(10)), guest.ask(quick))
+            assert got == [None] * 10 + [Walk.OUTSIDE]  # the quick one did not wait behind them
+            assert time.monotonic() - started < 1.0  # ten bounded waits at once, not one after another
+            # An owner that did not answer in time is not asked again for a while: no wait at all.
+            started = time.monotonic()
+            assert await guest.ask(quick) is None
+            assert time.monotonic() - started < 0.1
+            assert "did not answer within 200 ms" in (guest.note or "")
+        finally:
+            release.set()
+
+    with_owner(tmp_path, serve, body, wait_s=0.2)
+    assert not os.path.exists(os.path.join(tmp_path, peers.ADDRESS))  # its name goes with it
+
+
+def test_an_owner_with_another_view_answers_nothing_and_says_what_differs(tmp_path: Path) -> None:
+    theirs = VIEW._replace(environment=(("HOME", "/home/b"),))
+
+    async def run() -> None:
+        owner = Owner(str(tmp_path), VERSION, answering(Walk.OUTSIDE), theirs)
+        await owner.listen()
+        guest, same = Guest(str(tmp_path), VERSION, VIEW), Guest(str(tmp_path), VERSION, theirs)
+        try:
+            assert await guest.ask(Question("status")) is None
+            assert guest.differs == "environment (GIT_CONFIG_GLOBAL, HOME)"
+            assert await same.ask(Question("grep", "/w", GrepQuery("x"))) == Walk.OUTSIDE and owner.served == 1
+        finally:
+            guest.close()
+            same.close()
+            owner.close()
+
+    asyncio.run(run())
+
+
+def test_an_owner_that_cannot_publish_its_name_says_so_and_tries_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    os.mkdir(os.path.join(tmp_path, peers.ADDRESS))  # in the way of the name's file
+    monkeypatch.setattr(peers, "RETRY_S", (0.05,))
+
+    async def run() -> None:
+        owner = Owner(str(tmp_path), VERSION, answering(Walk.OUTSIDE), VIEW)
+        listening = asyncio.ensure_future(owner.listen())
+        guest = Guest(str(tmp_path), VERSION, VIEW)
+        try:
+            while owner.problem is None:
+                await asyncio.sleep(0.01)
+            assert "cannot ask this one" in owner.problem and "trying again in 0.05 s" in owner.problem
+            assert await guest.ask(Question("status")) is None and "no daemon" in (guest.note or "")
+            os.rmdir(os.path.join(tmp_path, peers.ADDRESS))
+            await asyncio.wait_for(listening, 5)
+            assert owner.problem is None
+            assert await guest.ask(Question("grep", "/w", GrepQuery("x"))) == Walk.OUTSIDE
+        finally:
+            listening.cancel()
+            guest.close()
+            owner.close()
+
+    asyncio.run(run())

@@ -55,6 +55,22 @@ def test_a_set_written_by_another_process_is_set_aside(tmp_path: Path) -> None:
     fresh.close()
 
 
+def test_a_set_others_can_write_is_neither_used_nor_removed(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    workspace = index_dir / "ws"
+    workspace.mkdir(parents=True)
+    first = ShardSet.open(str(workspace), 1)
+    _fill(first)
+    first.close()
+    Path(first.directory).chmod(0o777)  # as an earlier, looser version (or another user) left it
+    fresh = ShardSet.open(str(workspace), 1)
+    assert fresh.directory != first.directory and Path(first.directory).is_dir()
+    fresh.close()
+    workspace.chmod(0o777)
+    assert evict(str(index_dir), 0) == []  # nor does the cache remove a workspace's that others can write
+    assert Path(first.directory).is_dir()
+
+
 def test_a_set_without_its_record_is_set_aside(tmp_path: Path) -> None:
     first = ShardSet.open(str(tmp_path), 1)
     first.close()

@@ -2,14 +2,19 @@
 
 MCP's stdio transport ends a session by closing the server's stdin and waiting for it to exit; nobody
 reads what comes after. So once an MCP client has spoken (initialize with a protocolVersion, a
-2026-07-28 request, a tools/call), stdin EOF gives the searches still running half a second to finish,
-then stops them with their ripgrep: the daemon is gone within graceMs + 1 s. A host that is not an MCP
-client keeps the pipe contract (SPEC §1): every request received before EOF is answered, then it exits.
+2026-07-28 request, a tools/call), stdin EOF gives the searches still running min(graceMs, 1 s) to
+finish, then stops them with their ripgrep: the daemon is gone within graceMs + 1 s. A session piped
+through `printf` is answered (SPEC §1): its quick searches finish inside that window. A host that is not
+an MCP client keeps the pipe contract: every request received before EOF is answered, then it exits.
 Also here: what an MCP tool call takes (null optional arguments) and where it may look (the roots the
 session shares), through the frozen executable."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,7 @@ from typing import Any
 import pytest
 
 from dsh_search import texts
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, frame
 from tests.support.processes import alive, searches_running, wait_until
 
 pytestmark = [pytest.mark.e2e]
@@ -55,6 +60,55 @@ def test_an_mcp_client_that_closes_stdin_mid_search_stops_it(
         assert not any(map(alive, rg)), "its ripgrep outlived it"
     finally:
         d.stop()
+
+
+@pytest.mark.parametrize("framing", ["ndjson", "lsp"])
+def test_an_mcp_session_piped_through_printf_is_answered(exe: Path, tmp_path: Path, framing: str) -> None:
+    """`printf '…' | dsh-search` (SPEC §1): initialize, a grep and a glob, then EOF at once — each answered,
+    in either framing, and the daemon exits 0."""
+    (tmp_path / "w" / "src").mkdir(parents=True)
+    (tmp_path / "w" / "src" / "a.md").write_text("alpha\n")
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "grep", "arguments": {"pattern": "alpha"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "glob", "arguments": {"pattern": "**/*.md"}},
+        },
+    ]
+    payload = b"".join(frame(json.dumps(m).encode(), framing) for m in messages)
+    argv = ["--sample-over-cap-glob-results", "true", "--workdir", str(tmp_path / "w"), "--index", "off"]
+    argv += ["--spill-dir", str(tmp_path / "spill"), "--grace-ms", str(GRACE_MS)]
+    done = subprocess.run(
+        ["sh", "-c", 'printf "%s" "$PAYLOAD" | "$@"', "sh", str(exe), *argv],
+        env={**os.environ, "PAYLOAD": payload.decode()},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    if framing == "lsp":
+        bodies = re.split(rb"Content-Length: \d+\r\n\r\n", done.stdout)[1:]
+    else:
+        bodies = done.stdout.splitlines()
+    answers = {reply["id"]: reply["result"] for reply in map(json.loads, bodies) if "id" in reply}
+    assert sorted(answers) == [1, 2, 3], done.stdout[-2000:]
+    assert answers[1]["protocolVersion"] == "2025-11-25"
+    assert answers[2]["content"] == [{"type": "text", "text": "Found 1 match\n\nsrc/a.md\nLine 1: alpha"}]
+    assert answers[3]["content"] == [{"type": "text", "text": "src/a.md"}]
+    assert answers[3]["structuredContent"] == {"text": "src/a.md", "pathCount": 1, "truncated": False}
 
 
 def test_a_plain_pipe_is_answered_at_eof(exe: Path, slow_corpus: Path, slow_pattern: str) -> None:

@@ -228,10 +228,13 @@ def test_a_capped_result_is_read_whole_through_its_link_and_the_read_tool(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_by_default_a_result_is_the_text_alone(exe: Path, tmp_path: Path, errlog: Path, mode: str) -> None:
-    """What every framework measured hands its model as is (tests/frameworks): one text content, no
-    structuredContent, no outputSchema, no link — for a capped grep and glob over this repository's
-    sources, whose footers still name the saved result."""
+def test_by_default_results_carry_structured_content_the_sdk_validates(
+    exe: Path, tmp_path: Path, errlog: Path, mode: str
+) -> None:
+    """SPEC §3 by default (mcpResult auto; the SDK's own client is not one recognised for the text
+    alone): every tool listed with an outputSchema, and each result's structuredContent — the text and its
+    counts — validated against it by the SDK itself; one text content, no link, for a capped grep and glob
+    over this repository's sources, whose footers name the saved result."""
     project = project_copy(tmp_path / "project")
 
     async def main() -> None:
@@ -241,11 +244,16 @@ def test_by_default_a_result_is_the_text_alone(exe: Path, tmp_path: Path, errlog
             cwd=str(project),
         )
         async with connect(server, errlog, mode) as c:
-            assert all(t.output_schema is None for t in (await c.list_tools()).tools)
+            tools = (await c.list_tools()).tools
+            assert all(t.output_schema is not None and t.output_schema["additionalProperties"] is False for t in tools)
+            counts = {"grep": ("matchCount", "fileCount", "truncated"), "glob": ("pathCount", "truncated")}
             for name, arguments in (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"})):
-                result = await c.call_tool(name, arguments)
-                assert len(result.content) == 1 and result.structured_content is None
+                result = await c.call_tool(name, arguments)  # the SDK raises if it does not validate
+                assert len(result.content) == 1 and result.structured_content is not None
                 assert "result stored at: " in text(result), f"{name} was not capped"
+                assert set(result.structured_content) == {"text", *counts[name]}
+                assert result.structured_content["text"] == text(result)
+                assert result.structured_content["truncated"] is True
 
     anyio.run(main)
 

@@ -152,9 +152,25 @@ def test_macos_universal_binaries(tmp_path: Path) -> None:
         tag(tmp_path, macho(CPU_ARM64, "11.0"), macho(CPU_X86_64, "10.12"))
 
 
-def test_windows_and_unknown_formats_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match="Windows included, are not supported"):
+def pe(machine: int) -> bytes:
+    """A minimal PE header: `MZ`, e_lfanew at 0x3C, `PE\\0\\0` and the machine field."""
+    head = bytearray(b"MZ" + bytes(126))
+    struct.pack_into("<I", head, 0x3C, 128)
+    return bytes(head) + b"PE\0\0" + struct.pack("<H", machine) + bytes(64)
+
+
+def test_windows_tags_come_from_the_pe_machine(tmp_path: Path) -> None:
+    assert tag(tmp_path, pe(0x8664), pe(0x8664)) == "win_amd64"
+    assert tag(tmp_path, pe(0xAA64), pe(0xAA64)) == "win_arm64"
+    with pytest.raises(SystemExit, match="are not one Windows machine"):
+        tag(tmp_path, pe(0x8664), pe(0xAA64))
+
+
+def test_unknown_formats_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="unsupported"):
         tag(tmp_path, b"MZ\x90\x00" + bytes(200), b"MZ\x90\x00" + bytes(200))
+    with pytest.raises(SystemExit, match="unsupported"):
+        tag(tmp_path, b"\x00asm" + bytes(200), b"\x00asm" + bytes(200))
 
 
 def test_a_wheel_for_another_platform_builds_here(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ frozen executable in tests/mcp."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -172,7 +173,7 @@ def test_modern_results_have_their_shape_and_legacy_ones_stay_as_they_were(daemo
         "_meta": server_info(daemon),
     }
     for tool in modern_tools["tools"]:
-        assert tool["outputSchema"] == mcp.output_schema(daemon.ctx.methods.get(tool["name"]))  # type: ignore[arg-type]
+        assert tool["outputSchema"] == mcp.output_schema(daemon.ctx.methods.get(tool["name"]), mcp.FULL)
 
     call = {"name": "grep", "arguments": {"pattern": "needle", "path": "src"}}
     legacy_call = daemon.result("tools/call", call)
@@ -434,37 +435,177 @@ def test_legacy_clients_get_a_link_only_where_their_revision_has_one(tree: Path,
 # --- what a model is given -------------------------------------------------------------------------------------------
 
 
-def test_a_result_is_its_text_alone_unless_the_client_keeps_structured_content(tmp_path: Path) -> None:
-    """A capped grep and glob over a copy of this repository's sources: by default the text and nothing
-    else (what every framework measured hands its model as is, tests/frameworks); to a client that
-    declares the MCP Apps extension, or with mcpResult full, each tool's outputSchema, which its
-    native result as structuredContent satisfies and the other tool's does not, and the link."""
+SPEC_TOOL_KEYS = ["name", "description", "inputSchema", "outputSchema", "annotations"]
+
+
+def test_by_default_every_tool_is_listed_with_the_spec_keys_and_an_output_schema(tree: Path) -> None:
+    """SPEC §3: each tool is `{name, description, inputSchema, outputSchema, annotations:{readOnlyHint:true}}`,
+    in both eras, whichever tools are listed."""
+    with InProcessDaemon(workdir=tree, readTool=True, terminalSearch="always") as d:
+        legacy = d.result("tools/list")["tools"]
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}})
+        for tools in (legacy, d.result("tools/list")["tools"], d.result("tools/list", modern())["tools"]):
+            assert [t["name"] for t in tools] == ["glob", "grep", "terminal_search", "read"]
+            for tool in tools:
+                assert list(tool) == SPEC_TOOL_KEYS, tool["name"]
+                assert tool["annotations"] == {"readOnlyHint": True}
+                jsonschema.Draft202012Validator.check_schema(tool["outputSchema"])
+                assert tool["outputSchema"]["additionalProperties"] is False
+
+
+def structured_results(d: InProcessDaemon, session: str, **meta: Any) -> dict[str, list[dict[str, Any]]]:
+    """Each tool's results through tools/call (capped and not, for glob and grep), by tool name."""
+    calls = {
+        "glob": [{"pattern": "**/*.md"}, {"pattern": "**/*"}],
+        "grep": [{"pattern": "other"}, {"pattern": "needle"}],
+        "terminal_search": [{"sessionId": session, "pattern": "beta"}],
+        "read": [{"path": "src/b.py"}],
+    }
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name, each in calls.items():
+        for arguments in each:
+            params = {"name": name, "arguments": arguments}
+            result = d.result("tools/call", modern(params, **meta) if meta else params)
+            assert result["isError"] is False, result
+            found.setdefault(name, []).append(result)
+    return found
+
+
+def test_by_default_a_result_carries_its_text_and_counts_valid_against_its_tool_schema_only(tree: Path) -> None:
+    """SPEC §3: `{content:[{type:"text", text}], structuredContent, isError}`. The structuredContent is the
+    same text and a few counts; each tool's outputSchema admits its own results and rejects every other
+    tool's (closed, with a required field the others lack)."""
+    with InProcessDaemon(workdir=tree, globMaxResults=3, grepMaxMatches=2, readTool=True) as d:
+        d.result("scrollback/append", {"sessionId": "t", "data": "alpha\nbeta one\ngamma beta\n"})
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        schemas = {t["name"]: t["outputSchema"] for t in d.result("tools/list")["tools"]}
+        results = structured_results(d, "t")
+        for name, each in results.items():
+            for result in each:
+                assert list(result) == ["content", "structuredContent", "isError"], name
+                assert [b["type"] for b in result["content"]] == ["text"]
+                assert result["structuredContent"]["text"] == result["content"][0]["text"]
+        for name, schema in schemas.items():
+            validator = jsonschema.Draft202012Validator(schema)
+            for other, each in results.items():
+                for result in each:
+                    assert validator.is_valid(result["structuredContent"]) is (other == name), (name, other, result)
+        glob_md, glob_all = (r["structuredContent"] for r in results["glob"])
+        assert (glob_md["pathCount"], glob_md["truncated"]) == (7, True)
+        assert glob_all["pathCount"] == 9 and "stored at:" in glob_all["text"]
+        grep_one, grep_capped = (r["structuredContent"] for r in results["grep"])
+        assert {k: grep_one[k] for k in ("matchCount", "fileCount", "truncated")} == {
+            "matchCount": 1,
+            "fileCount": 1,
+            "truncated": False,
+        }
+        assert {k: grep_capped[k] for k in ("matchCount", "fileCount", "truncated")} == {
+            "matchCount": 8,
+            "fileCount": 8,
+            "truncated": True,
+        }
+        assert grep_capped["text"].startswith("Found 2 of 8 matches")
+        terminal = results["terminal_search"][0]["structuredContent"]
+        assert terminal == {
+            "text": "[offset 1] gamma beta\n[offset 2] beta one\n[search: 2 of 2 matches, 4 retained lines]",
+            "matchCount": 2,
+            "totalLines": 4,
+            "truncated": False,
+        }
+        assert results["read"][0]["structuredContent"] == d.result("read", {"path": "src/b.py"})
+        # Natively, glob and grep still answer upstream's shape; a failure is its text, as before.
+        assert set(d.result("glob", {"pattern": "**/*.md"})) == {"text", "meta", "spill"}
+        failed = d.result("tools/call", {"name": "grep", "arguments": {"pattern": "("}})
+        assert list(failed) == ["content", "isError", "_meta"] and failed["isError"] is True
+        assert failed["content"][0]["text"].startswith("Error: grep pattern rejected by ripgrep")
+        assert failed["_meta"][mcp.ERROR_KEY]["code"] == "SEARCH_INVALID_PATTERN"
+
+
+def test_the_extended_grep_profile_counts_each_output_mode(tree: Path) -> None:
+    """outputMode files does not count matches (matchCount null), count and content do; each validates."""
+    with InProcessDaemon(workdir=tree, grepProfile="extended") as d:
+        schema = {t["name"]: t["outputSchema"] for t in d.result("tools/list")["tools"]}["grep"]
+        counts = {}
+        for mode in ("content", "files", "count"):
+            result = d.result("tools/call", {"name": "grep", "arguments": {"pattern": "needle", "outputMode": mode}})
+            jsonschema.validate(result["structuredContent"], schema)
+            counts[mode] = (result["structuredContent"]["matchCount"], result["structuredContent"]["fileCount"])
+        assert counts == {"content": (8, 8), "files": (None, 8), "count": (8, 8)}
+
+
+def test_clients_whose_framework_shows_the_model_more_than_the_text_get_the_text_alone(tree: Path) -> None:
+    """mcpResult auto: LangChain.js (by its clientInfo) and fastmcp's client (the Python SDK's default
+    clientInfo with the debug log level fastmcp asks for, as under pydantic-ai) are listed no
+    outputSchema and sent no structuredContent; the Python SDK's own client, or any other, the contract's
+    shape. mcpResult structured gives everyone that shape; text gives no one."""
+    call = {"name": "glob", "arguments": {"pattern": "**/*.md"}}
+    fastmcp = {era.CLIENT_INFO: {"name": "mcp", "version": "0.1.0"}, era.LOG_LEVEL: "debug"}
+    python_sdk = {era.CLIENT_INFO: {"name": "mcp", "version": "0.1.0"}}
+    langchain_js = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "@langchain/mcp-adapters"},
+    }
+    for mode, recognised, others in (("auto", False, True), ("structured", True, True), ("text", False, False)):
+        with InProcessDaemon(workdir=tree, mcpResult=mode) as d:
+            for meta, shaped in ((fastmcp, recognised), (python_sdk, others)):
+                tools = d.result("tools/list", modern(**meta))["tools"]
+                assert all(("outputSchema" in t) is shaped for t in tools), (mode, meta)
+                assert ("structuredContent" in d.result("tools/call", modern(call, **meta))) is shaped, (mode, meta)
+            d.result("initialize", langchain_js)
+            assert all(("outputSchema" in t) is recognised for t in d.result("tools/list")["tools"]), mode
+            plain = d.result("tools/call", call)
+            assert ("structuredContent" in plain) is recognised and [b["type"] for b in plain["content"]] == ["text"]
+
+
+def test_each_client_is_logged_once_with_the_shape_it_was_given(tree: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """At info: what a troubleshooter asks first, and what tests/frameworks records; bounded."""
+    caplog.set_level(logging.INFO, logger="dsh_search")
+    fastmcp = {era.CLIENT_INFO: {"name": "mcp", "version": "0.1.0"}, era.LOG_LEVEL: "debug"}
+    with InProcessDaemon(workdir=tree) as d:
+        d.result("server/discover", modern(**fastmcp))  # no tool listed or called: not noted
+        for _ in range(2):
+            d.result("tools/list", modern(**fastmcp))
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}})
+        for i in range(2 * mcp.CLIENTS_NOTED_MAX):
+            d.result("tools/list", modern(**{era.CLIENT_INFO: {"name": f"c{i}"}}))
+    lines = [r.getMessage() for r in caplog.records if r.name == "dsh_search.mcp"]
+    assert lines[:2] == [
+        'client {"name":"mcp","version":"0.1.0"}, protocol 2026-07-28, capabilities {}, log level debug: tool '
+        "results text (mcpResult auto: " + str(mcp.text_alone(fastmcp[era.CLIENT_INFO], "debug")) + ")",
+        'client {"name":"x"}, protocol 2025-11-25, capabilities {}, log level None: tool results structured '
+        "(mcpResult auto)",
+    ]
+    assert len(lines) == mcp.CLIENTS_NOTED_MAX
+
+
+def test_full_mode_gives_the_native_result_under_schemas_that_discriminate(tmp_path: Path) -> None:
+    """mcpResult full: a capped grep and glob over a copy of this repository's sources carry the native
+    result as structuredContent, which each tool's outputSchema admits and the other tool's rejects, and
+    the link."""
     project = project_copy(tmp_path / "project")
     calls = (("grep", {"pattern": "def ", "include": "*.py"}), ("glob", {"pattern": "*.py"}))
-    apps = {era.CLIENT_CAPABILITIES: {"extensions": {mcp.UI_EXTENSION: {}}}}
-    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off") as d:
-        assert all("outputSchema" not in tool for tool in d.result("tools/list", modern())["tools"])
-        schemas = {t["name"]: t["outputSchema"] for t in d.result("tools/list", modern(**apps))["tools"]}
+    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off", mcpResult="full") as d:
+        schemas = {t["name"]: t["outputSchema"] for t in d.result("tools/list", modern())["tools"]}
         results = {}
         for name, arguments in calls:
-            plain = d.result("tools/call", modern({"name": name, "arguments": arguments}))
-            assert set(plain) == {"content", "isError", "resultType", "_meta"}  # _meta: the modern serverInfo
-            assert [b["type"] for b in plain["content"]] == ["text"]
-            assert "stored at:" in plain["content"][0]["text"], f"{name} was not capped"
-            results[name] = d.result("tools/call", modern({"name": name, "arguments": arguments}, **apps))
+            results[name] = d.result("tools/call", modern({"name": name, "arguments": arguments}))
             assert [b["type"] for b in results[name]["content"]] == ["text", "resource_link"]
+            assert "stored at:" in results[name]["content"][0]["text"], f"{name} was not capped"
+            native = d.result(name, arguments)  # the same search again: only the saved file's name differs
+            assert results[name]["structuredContent"]["meta"] == native["meta"]
+            assert results[name]["structuredContent"]["text"] == results[name]["content"][0]["text"]
         for name, other in (("grep", "glob"), ("glob", "grep")):
             validator = jsonschema.Draft202012Validator(schemas[name])
             validator.validate(results[name]["structuredContent"])
             assert not validator.is_valid(results[other]["structuredContent"]), (name, other)
-    with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off", mcpResult="full") as d:
         d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
         assert all("outputSchema" in tool for tool in d.result("tools/list")["tools"])
     with InProcessDaemon(workdir=project, spillDir=str(tmp_path / "spill"), index="off", mcpResult="text") as d:
-        d.result(
-            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {"extensions": {mcp.UI_EXTENSION: {}}}}
-        )
+        d.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
         assert all("outputSchema" not in tool for tool in d.result("tools/list")["tools"])
+        plain = d.result("tools/call", {"name": "glob", "arguments": {"pattern": "*.py"}})
+        assert list(plain) == ["content", "isError"] and [b["type"] for b in plain["content"]] == ["text"]
 
 
 # --- the read tool ---------------------------------------------------------------------------------------------------

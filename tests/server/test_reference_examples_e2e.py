@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +57,10 @@ def test_every_documented_exchange_is_what_the_daemon_answers(exe: Path, tmp_pat
             got = daemon.wait_for(expected["id"])
             assert reference.matches(substitute(expected, names), got), f"{example}\nanswered: {got}"
             result = got.get("result")
-            if isinstance(result, dict) and isinstance(result.get("spill"), dict):
-                locator = result["spill"]["locator"]
-            if isinstance(result, dict) and isinstance(result.get("content"), list) and len(result["content"]) > 1:
-                uri = result["content"][1]["uri"]
+            saved = re.search(r"result stored at: (\S+)\. ", json.dumps(result))
+            if saved is not None:  # the latest saved result, and its resource URI
+                locator = saved.group(1)
+                uri = "dsh-search://spill/" + os.path.relpath(locator, spill)
         assert daemon.wait_exit() == 0  # the session ends with `exit`
         with pytest.raises(EOFError):  # and nothing was answered that is not documented
             daemon.next_response(timeout=5)

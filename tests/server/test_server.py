@@ -113,8 +113,12 @@ def test_tools_call_runs_the_native_method_and_shapes_an_mcp_result(daemon: InPr
         "tools/call", {"name": "grep", "arguments": {"pattern": "needle", "cwd": "/elsewhere"}, "_meta": {"cwd": "src"}}
     )
     # Host-only fields come from _meta; a model cannot set them through arguments. The result is the text
-    # alone (mcpResult auto, a client without the MCP Apps extension).
-    assert mcp == {"content": [{"type": "text", "text": native["text"]}], "isError": False}
+    # and, as structuredContent, the same text and its counts (SPEC §3; mcpResult auto).
+    assert mcp == {
+        "content": [{"type": "text", "text": native["text"]}],
+        "structuredContent": {"text": native["text"], "matchCount": 2, "fileCount": 2, "truncated": False},
+        "isError": False,
+    }
     failed = daemon.result("tools/call", {"name": "grep", "arguments": {"pattern": "("}})
     assert failed["isError"] is True and "structuredContent" not in failed
     assert failed["_meta"]["dsh-search/error"]["code"] == "SEARCH_INVALID_PATTERN"

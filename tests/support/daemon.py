@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.support.locations import EXE
-from tests.support.processes import TAG_VARIABLE, new_tag, tagged
+from tests.support.locations import EXE, LAUNCH, WINDOWS
+from tests.support.processes import TAG_VARIABLE, new_tag, processes_named, tagged
 
 BASE_ARGS = ("--sample-over-cap-glob-results", "true")
 
@@ -61,6 +61,21 @@ def settle_index(d: Conversation, timeout: float = 120) -> None:
         time.sleep(0.05)
 
 
+def host_view(message: Any) -> Any:
+    """A message of the Windows daemon under wine as the platform-neutral tests read it: every string with
+    wine's drive `Z:\\` (the host's `/`) as `/` and every `\\` as `/`, so that the tests' expected texts,
+    written with POSIX separators, and their host paths hold. (Requests need no translation: a host path
+    such as /tmp/x is a path on the current drive, Z:, under wine.) What the model really sees on Windows,
+    backslashes and drive letters, is tested word for word in tests/windows, which reads answers raw."""
+    if isinstance(message, str):
+        return message.replace("Z:\\", "/").replace("\\", "/")
+    if isinstance(message, list):
+        return [host_view(item) for item in message]
+    if isinstance(message, dict):
+        return {key: host_view(value) for key, value in message.items()}
+    return message
+
+
 def frame(body: bytes, framing: str) -> bytes:
     if framing == "lsp":
         return b"Content-Length: %d\r\n\r\n" % len(body) + body
@@ -71,8 +86,9 @@ class Conversation:
     """JSON-RPC with a daemon over two file descriptors: requests written to one, every message read from
     the other by a background thread (responses, and the daemon's own notifications and requests)."""
 
-    def __init__(self, write_fd: int, read_fd: int, framing: str = "ndjson") -> None:
+    def __init__(self, write_fd: int, read_fd: int, framing: str = "ndjson", raw: bool = False) -> None:
         self.framing = framing
+        self._view = host_view if WINDOWS and not raw else None  # see host_view
         self._write_fd = write_fd
         self._read_fd = read_fd
         self.responses: queue.Queue[Any] = queue.Queue()
@@ -110,7 +126,8 @@ class Conversation:
                     if not sep:
                         break
                     body, buf = line, rest
-                self.responses.put(json.loads(body))
+                message = json.loads(body)
+                self.responses.put(message if self._view is None else self._view(message))
         self.responses.put(EOFError())
 
     @property
@@ -213,9 +230,12 @@ class Daemon(Conversation):
         env: dict[str, str] | None = None,
         command: Sequence[str] | None = None,
         index: bool = True,
+        raw: bool = False,
         **popen: Any,
     ) -> None:
-        argv = list(command) if command is not None else [str(exe)]
+        argv = list(command) if command is not None else [*LAUNCH, str(exe)]
+        if WINDOWS and env is not None:
+            env = {**{k: v for k, v in os.environ.items() if k.startswith("WINE")}, **env}
         self.tag = new_tag()  # in its environment and its children's: what it leaves behind is found by it
         env = {**(os.environ if env is None else env), TAG_VARIABLE: self.tag}
         self.proc = subprocess.Popen(
@@ -228,7 +248,7 @@ class Daemon(Conversation):
             **popen,
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno(), framing)
+        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno(), framing, raw)
         self.stderr_chunks: list[bytes] = []
         self._err_reader = threading.Thread(target=self._read_err, daemon=True)
         self._err_reader.start()
@@ -243,11 +263,17 @@ class Daemon(Conversation):
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
 
     def ripgreps(self) -> list[int]:
-        """This daemon's ripgrep processes now (running, or left behind once it has gone)."""
+        """This daemon's ripgrep processes now (running, or left behind once it has gone). Under wine the
+        tag does not reach the host's view of a Windows child's environment: there, every process of the
+        sidecar's name counts (the Windows leg runs one test at a time)."""
+        if WINDOWS:
+            return processes_named("dsh-search-rg.exe")
         return tagged(self.tag, "-rg ")
 
     def leftovers(self) -> list[int]:
         """Whatever this daemon started that still runs (checked once it has gone)."""
+        if WINDOWS:
+            return processes_named("dsh-search-rg.exe") + processes_named(str(EXE).replace("/", "\\"))
         return tagged(self.tag)
 
     def close_stdin(self) -> None:

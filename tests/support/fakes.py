@@ -139,13 +139,13 @@ def run_glob(app: Context, paths: list[str], **params: Any) -> dict[str, Any]:
         file.touch()
         os.utime(file, ns=(1_600_000_000_000_000_000 - age * 1_000_000_000,) * 2)
     app.searcher.launch = FakeLaunch(b"".join(os.fsencode(p) + b"\0" for p in paths))
-    return asyncio.run(tools.run_glob(app, {"pattern": "*", **params}, None))
+    return asyncio.run(tools.run_glob(app, {"pattern": "*", **params}, None)).as_json()
 
 
 def run_grep(app: Context, matches: list[tuple[str, int, str]], **params: Any) -> dict[str, Any]:
     """grep whose ripgrep reports `matches`, (path, line number, line without its terminator) each."""
     app.searcher.launch = FakeLaunch(b"".join(match_record(p, n, line + "\n") + b"\n" for p, n, line in matches))
-    return asyncio.run(tools.run_grep(app, {"pattern": "x", **params}, None))
+    return asyncio.run(tools.run_grep(app, {"pattern": "x", **params}, None)).as_json()
 
 
 def match_record(path: str, line: int, text: str | None = None, **data: Any) -> bytes:

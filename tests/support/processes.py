@@ -100,8 +100,21 @@ def alive(pid: int) -> bool:
 
 def searches_running(exe: object, daemon_pid: int) -> list[int]:
     """The daemon's ripgrep processes that are searches: its index's listings (`rg --files`, which the
-    suite's index-on pass starts beside them) are left out."""
-    return processes_named(f"{exe}-rg", under=daemon_pid, without=" --files ")
+    suite's index-on pass starts beside them) are left out. (Under wine, the Windows processes are no
+    descendants of the host's wine command: there, any search of this executable's sidecar counts.)"""
+    from pathlib import Path
+
+    from tests.support.locations import WINDOWS, process_fragment, sidecar_of
+
+    sidecar = process_fragment(sidecar_of(Path(str(exe))))
+    found = processes_named(sidecar, under=None if WINDOWS else daemon_pid, without=" --files ")
+    if WINDOWS and found:
+        # A Windows process that has ended (its handle signalled, the daemon answered) leaves the host's
+        # process table a moment later: wine finishes the exit asynchronously. What is still there after
+        # that moment is running.
+        wait_until(lambda: not processes_named(sidecar, without=" --files "), timeout=1.0)
+        found = processes_named(sidecar, without=" --files ")
+    return found
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, every: float = 0.02) -> bool:

@@ -177,18 +177,14 @@ def test_tools_list_and_tools_call(daemon: Daemon, session: str) -> None:
     assert called["isError"] is False
     expected = "[offset 1] gamma beta\n[offset 2] beta\n[search: 2 of 2 matches, 4 retained lines]"
     assert called["content"] == [{"type": "text", "text": expected}]
-    assert set(called) == {"content", "isError"}  # the text alone (mcpResult auto)
-    apps = {"extensions": {"io.modelcontextprotocol/ui": {}}}  # a client that keeps structured content
-    modern = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": apps,
-    }
-    whole = daemon.result(
+    assert called["structuredContent"] == {"text": expected, "matchCount": 2, "totalLines": 4, "truncated": False}
+    assert list(called) == ["content", "structuredContent", "isError"]  # SPEC §3 (mcpResult auto)
+    modern = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    again = daemon.result(
         "tools/call",
         {"name": "terminal_search", "arguments": {"sessionId": session, "pattern": "beta"}, "_meta": modern},
     )
-    assert whole["structuredContent"]["text"] == expected
-    assert whole["structuredContent"]["matches"] == [{"offset": 1, "line": "gamma beta"}, {"offset": 2, "line": "beta"}]
+    assert again["structuredContent"] == called["structuredContent"]
 
     failed = daemon.result(
         "tools/call", {"name": "terminal_search", "arguments": {"sessionId": "gone", "pattern": "b"}}

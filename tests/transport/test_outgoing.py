@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from dsh_search.engine.failures import invalid_args
+from dsh_search.engine.run import SearchResult
 from dsh_search.engine.searcher import StreamCounter
 from dsh_search.methods import mcp
 from dsh_search.methods.progress import tokens_of
@@ -178,7 +179,7 @@ def test_each_result_schema_admits_its_own_shape_only() -> None:
             with pytest.raises(jsonschema.ValidationError):
                 jsonschema.validate(bad, schema)
     # MCP's outputSchema (full mode): the native result's, closed — an extra key is refused as well.
-    glob_out, grep_out = mcp.output_schema(GLOB), mcp.output_schema(GREP)
+    glob_out, grep_out = mcp.output_schema(GLOB, mcp.FULL), mcp.output_schema(GREP, mcp.FULL)
     jsonschema.Draft202012Validator.check_schema(glob_out)
     jsonschema.Draft202012Validator(glob_out).validate({"text": "a", "meta": paths, "spill": None})
     for bad in ({"text": "a", "meta": matches, "spill": None}, {"text": "a", "meta": paths, "spill": None, "x": 1}):
@@ -190,15 +191,23 @@ def test_each_result_schema_admits_its_own_shape_only() -> None:
     jsonschema.validate({"text": "t", "matches": [], "matchCount": 0, "totalLines": 1, "truncated": False}, terminal)
 
 
-def test_a_tool_result_is_its_text_alone_or_the_whole_value() -> None:
-    value = {"text": "a.md", "meta": {"shape": "paths"}, "spill": None}
-    assert mcp.success_result(value) == {"content": [{"type": "text", "text": "a.md"}], "isError": False}
+def test_a_tool_result_in_each_shape() -> None:
+    found = SearchResult("a.md", {"shape": "paths", "paths": ["a.md"], "truncated": False, "total": 1}, None, found=1)
+    assert GLOB.tool is not None
+    text = {"content": [{"type": "text", "text": "a.md"}], "isError": False}
+    assert mcp.success_result(mcp.TEXT, GLOB.tool, found) == text
     link = {"type": "resource_link", "uri": "dsh-search://spill/s/a", "name": "a"}
-    assert mcp.success_result(value, link) == {"content": [{"type": "text", "text": "a.md"}], "isError": False}
-    whole = mcp.success_result(value, link, whole=True)
+    structured = mcp.success_result(mcp.STRUCTURED, GLOB.tool, found, link)  # no link but in full
+    assert structured == {
+        "content": [{"type": "text", "text": "a.md"}],
+        "structuredContent": {"text": "a.md", "pathCount": 1, "truncated": False},
+        "isError": False,
+    }
+    jsonschema.Draft202012Validator(GLOB.tool.output_schema).validate(structured["structuredContent"])
+    whole = mcp.success_result(mcp.FULL, GLOB.tool, found, link)
     assert whole == {
         "content": [{"type": "text", "text": "a.md"}, link],
-        "structuredContent": value,
+        "structuredContent": found.as_json(),
         "isError": False,
     }
     failed = mcp.error_result(invalid_args("nope"))

@@ -87,7 +87,7 @@ __version__ = "0.0.0.dev0"  # replaced with the project version by packaging/bui
 
 _REMOTE = frozenset(("InstallError", "install_remote"))  # from .remote, the rest from .client
 _BIN = Path(__file__).resolve().parent / "bin"
-_EXECUTABLE = "dsh-search"  # POSIX only (Linux, macOS): Windows is not supported until the daemon is ported
+_EXECUTABLE = "dsh-search.exe" if os.name == "nt" else "dsh-search"
 _HINT = (
     "Reinstall the dsh-search-bin wheel built for this platform "
     "(pip install --force-reinstall --no-deps dsh_search_bin-<version>-py3-none-<platform>.whl); "
@@ -96,7 +96,10 @@ _HINT = (
 
 
 def sidecar_path(executable: Path) -> Path:
-    """Where the daemon looks for ripgrep: `<executable>-rg`, beside it."""
+    """Where the daemon looks for ripgrep: `<executable>-rg` beside it (Windows: `dsh-search-rg.exe` beside
+    `dsh-search.exe`)."""
+    if executable.suffix.lower() == ".exe":
+        return executable.with_name(f"{executable.stem}-rg.exe")
     return executable.with_name(f"{executable.name}-rg")
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.engine.batches import Batches
 from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
 from dsh_search.engine.jscompat import utf8_growth
@@ -74,16 +74,12 @@ def _stat_batch(cwd: str, blob: bytes) -> StatBatch:
     except UnicodeDecodeError:
         text, utf8, growth = blob.decode("utf-8", "surrogateescape"), False, utf8_growth(blob)
     out = []
-    fd = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        stat = os.stat
+    with osdep.stat_at(cwd) as stat:
         for path in text.split("\0"):
             try:
-                out.append((stat(path, dir_fd=fd).st_mtime_ns, path))
+                out.append((stat(path).st_mtime_ns, path))
             except OSError:
                 continue
-    finally:
-        os.close(fd)
     if utf8:
         out.sort()  # sorted runs make the final sort a cheap merge
     return StatBatch(out, utf8, growth)
@@ -107,7 +103,7 @@ async def ordered_paths(batches: Batches[StatBatch], cwd: str, deny: DenyCheck |
 
 def shown(paths: list[str], cwd: str, deny: DenyCheck | None) -> list[str]:
     """Listed paths (oldest first) as the model sees them: workdir-relative, denied ones left out."""
-    if paths and paths[0].startswith("/"):  # rg prefixes every path with the root as written
+    if paths and os.path.isabs(paths[0]):  # rg prefixes every path with the root as written
         paths = [cwd_relative(p, cwd) for p in paths]
     if deny is not None:
         paths = [p for p in paths if not deny.denies(p)]
@@ -140,7 +136,7 @@ def select(paths: list[str], *, root: str, max_results: int, sample: bool) -> Se
     if len(paths) <= max_results:
         return Selection(paths, len(paths), None)
     if sample:
-        sampled = sample_across_top_level(paths, max_results, root)
+        sampled = sample_across_top_level(paths, max_results, root, os.sep)
         if sampled.total_groups != len(paths):  # not "flat": every path its own group
             return Selection(sampled.items, len(paths), (sampled.shown_groups, sampled.total_groups))
     return Selection(paths[:max_results], len(paths), None)
@@ -240,4 +236,5 @@ async def glob(searcher: Searcher, query: GlobQuery, scope: Scope, tally: Tally 
     spill = await saving if saving is not None else None
     page = page_of(selection, spill)
     meta = glob_meta(page.shown, page.truncated, len(paths), config.search_meta_max_bytes)
-    return SearchResult(page.text + problems_suffix(result), meta, spill)
+    partial = len(paths) > config.glob_max_results
+    return SearchResult(page.text + problems_suffix(result), meta, spill, found=len(paths), partial=partial)

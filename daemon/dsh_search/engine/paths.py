@@ -3,6 +3,10 @@
 ripgrep prints each result as the root argument as written joined with the rest of the path, so with
 no `path` or a relative one the output is already workdir-relative and is shown unchanged. Absolute
 output inside the workdir is shown relative to it; outside, it is shown as given.
+
+Path syntax is the platform's, through `os.path` (upstream uses Node's `path`, which is `path.win32` on
+Windows): on Windows ripgrep joins names with `\\`, a drive or UNC path is absolute, and a path is inside
+the workdir whatever the case of its letters (NTFS is case-insensitive; Node's `relative` compares so).
 """
 
 from __future__ import annotations
@@ -14,16 +18,44 @@ from collections.abc import Iterable
 
 from dsh_search.engine import globsyntax
 
+_SEP = os.sep
+
 
 def cwd_relative(path: str, workdir: str) -> str:
-    if not path.startswith("/"):
+    if not os.path.isabs(path):
         return path
-    rel = os.path.relpath(path, workdir)
+    try:
+        rel = _relative(path, workdir)
+    except ValueError:  # Windows: another drive than the workdir's (Node's relative: the path resolved)
+        return os.path.normpath(path)
     if rel == ".":
         return "."
-    if rel == ".." or rel.startswith("../"):
+    if rel == ".." or rel.startswith(".." + _SEP):
         return path
     return rel
+
+
+def _relative(path: str, start: str) -> str:
+    """`path` relative to `start`, both absolute, by their names alone (Node's `path.relative`): never
+    asking the system, which on Windows maps a reserved name such as `nul.txt` to a device. Names compare
+    as the platform's file system does (`os.path.normcase`: on Windows regardless of case)."""
+    norm = os.path.normcase
+    start_drive, start_rest = os.path.splitdrive(os.path.normpath(start))
+    path_drive, path_rest = os.path.splitdrive(os.path.normpath(path))
+    if bool(start_drive) != bool(path_drive):  # Windows: `\\x` is on the current drive (Node's resolve says so)
+        current = os.path.splitdrive(os.path.abspath(os.sep))[0]
+        start_drive, path_drive = start_drive or current, path_drive or current
+    if norm(start_drive) != norm(path_drive):
+        raise ValueError(f"{path} is on another drive than {start}")
+    start_parts = [part for part in start_rest.split(_SEP) if part]
+    path_parts = [part for part in path_rest.split(_SEP) if part]
+    common = 0
+    for a, b in zip(start_parts, path_parts, strict=False):
+        if norm(a) != norm(b):
+            break
+        common += 1
+    parts = [os.pardir] * (len(start_parts) - common) + path_parts[common:]
+    return os.path.join(*parts) if parts else os.curdir
 
 
 def directory_name(named: str) -> str:
@@ -64,7 +96,8 @@ def decode(raw: bytes) -> str:
 
 
 def within(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+    path = os.path.normcase(path)  # Windows: case-insensitive (and `/` as `\`); POSIX: as it is
+    return any(path == (base := os.path.normcase(root)) or path.startswith(base.rstrip(_SEP) + _SEP) for root in roots)
 
 
 def confined(path: str, roots: tuple[str, ...]) -> bool:
@@ -109,6 +142,8 @@ class DenyGlobs:
     def denies(self, display_path: str, is_dir: bool = False) -> bool:
         """Whether ripgrep, walking from the search root, would leave this path out: when a glob matches
         it or any directory on the way to it (`is_dir`: the path itself is a directory)."""
+        if _SEP != "/":  # ripgrep's globs are written with `/` on every platform
+            display_path = display_path.replace(_SEP, "/")
         path = display_path[2:] if display_path.startswith("./") else display_path
         parts = [_utf8(part) for part in path.split("/") if part]
         for depth in range(1, len(parts) + 1):
@@ -158,18 +193,19 @@ class DenyCheck:
         if self._globs.denies(display_path, is_dir):
             return True
         real = self._real_of(display_path)
-        inside = real == self._real_cwd or real.startswith(self._real_cwd.rstrip("/") + "/")
+        inside = within(real, (self._real_cwd,))
         return self._globs.denies(real[len(self._real_cwd) :] if inside else real, is_dir)
 
     def _real_of(self, display_path: str) -> str:
         root = self._root
         if root is None:
-            if not display_path.startswith(("/", "../")) and "/../" not in display_path:
+            up = ".." + _SEP
+            if not (os.path.isabs(display_path) or display_path.startswith(up)) and _SEP + up not in display_path:
                 return os.path.join(self._real_cwd, display_path)
         elif display_path == root:
             return self._real_root
         else:
-            prefix = root if root.endswith("/") else root + "/"
+            prefix = root if root.endswith(_SEP) else root + _SEP
             if display_path.startswith(prefix):
                 return os.path.join(self._real_root, display_path[len(prefix) :])
         return _realpath(os.path.join(self._cwd, display_path))  # a spelling we cannot split: ask

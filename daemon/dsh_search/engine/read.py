@@ -9,25 +9,27 @@ make a denied file absent (docs/behaviour.md, "read").
 Lines are numbered as `cat -n` numbers them (the number right-aligned in six columns, a tab, the line),
 each cut to `grepMaxLineBytes` as grep cuts matched lines; a page that ends before the file does says
 how to read on. A file that holds a NUL byte in its first 8 KiB is binary (as ripgrep judges it) and is
-refused, as are directories and anything that is not a regular file (a FIFO would block the read).
+refused, as are directories and anything that is not a regular file — judged on the opened descriptor,
+which is opened without blocking, so a path swapped for a FIFO or a device after its check is refused
+too (engine/files.py). Lines are read with a bound: a shown line keeps only the bytes its cut needs, a
+page stops at `files.PAGE_MAX_BYTES`, and the rest of the file is only counted.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 from typing import Any, NamedTuple
 
-from dsh_search import texts
-from dsh_search.engine import failures
+from dsh_search import osdep, texts
+from dsh_search.engine import failures, files
 from dsh_search.engine.failures import ToolError
 from dsh_search.engine.scope import Scope, locate
 from dsh_search.engine.searcher import Searcher
 
 DEFAULT_LIMIT = 2000
 _BINARY_PROBE = 8192
-_CHUNK = 1 << 20
+_CUT_MARGIN = 4  # a line kept this much past its cut is cut as the whole line would be
 
 
 class ReadArgs(NamedTuple):
@@ -72,7 +74,9 @@ async def read(searcher: Searcher, args: ReadArgs, scope: Scope) -> ReadResult:
     if where.deny is not None and where.deny.root_denied():
         raise ToolError(failures.SEARCH_FAILED, texts.read_not_found(args.path))  # denied: absent
     max_line = searcher.config.grep_max_line_bytes
-    return await asyncio.to_thread(_read, path, args, max_line)
+    # On a thread of its own: a read that blocks all the same (a hung network filesystem) holds no shared
+    # worker, and the daemon's exit does not wait for it.
+    return await files.detached(_read, path, args, max_line)
 
 
 def _read(path: str, args: ReadArgs, max_line_bytes: int) -> ReadResult:
@@ -87,18 +91,32 @@ def _read(path: str, args: ReadArgs, max_line_bytes: int) -> ReadResult:
     if not stat.S_ISREG(info.st_mode):
         raise failures.invalid_args(texts.read_not_a_file(args.path))
     try:
-        with open(path, "rb") as f:
-            head = f.read(_BINARY_PROBE)
-            if b"\0" in head:
-                raise failures.invalid_args(texts.read_binary(args.path))
-            f.seek(0)
-            shown, total = _lines(f, args.offset, args.limit, max_line_bytes)
+        # The path may lead elsewhere by now (swapped for a FIFO or a device): the opened file is judged.
+        fd = files.open_regular(path)
+    except files.NotRegular as exc:
+        if exc.directory:
+            raise failures.invalid_args(texts.read_is_directory(args.path)) from None
+        raise failures.invalid_args(texts.read_not_a_file(args.path)) from None
+    except FileNotFoundError:
+        raise ToolError(failures.SEARCH_FAILED, texts.read_not_found(args.path)) from None
     except OSError as exc:
         raise ToolError(failures.SEARCH_FAILED, texts.read_unreadable(args.path, _reason(exc))) from None
+    try:
+        if b"\0" in osdep.pread(fd, _BINARY_PROBE, 0):
+            raise failures.invalid_args(texts.read_binary(args.path))
+        # A shown line keeps a few bytes more than its cut: enough to cut it exactly as the whole line
+        # would be (grep.preview_line), never more, whatever the line's length.
+        found = files.page(fd, args.offset, args.limit, keep=max_line_bytes + _CUT_MARGIN)
+    except OSError as exc:
+        raise ToolError(failures.SEARCH_FAILED, texts.read_unreadable(args.path, _reason(exc))) from None
+    finally:
+        os.close(fd)
+    total = found.newlines + found.ends_open
     if total == 0:
         return ReadResult(texts.READ_EMPTY, path, 1, 0, 0, None)
     if args.offset > total:
         raise failures.invalid_args(texts.read_past_end(args.offset, total))
+    shown = _shown(found.lines, max_line_bytes)
     end = args.offset + len(shown) - 1
     text = "\n".join(f"{number:>6}\t{line}" for number, line in enumerate(shown, args.offset))
     next_offset = end + 1 if end < total else None
@@ -107,32 +125,19 @@ def _read(path: str, args: ReadArgs, max_line_bytes: int) -> ReadResult:
     return ReadResult(text, path, args.offset, end, total, next_offset)
 
 
-def _lines(f: Any, offset: int, limit: int, max_line_bytes: int) -> tuple[list[str], int]:
-    """The lines offset..offset+limit-1 (decoded, cut to max_line_bytes) and the file's line count. A
-    final newline ends the last line (it does not start an empty one), as `cat -n` and `wc -l` count;
-    a last line without one is a line all the same."""
+def _shown(lines: list[bytes], max_line_bytes: int) -> list[str]:
+    """The lines as shown: without a `\\r` before their line break, decoded (U+FFFD for what is not
+    UTF-8) and cut to max_line_bytes on a character boundary. A line kept cut short (`page`'s `keep`)
+    is longer than the cut in any case: each byte kept decodes to one byte or more."""
     # Imported here: grep's module is not loaded before the first search (a cold start's imports).
     from dsh_search.engine.grep.page import preview_line
 
-    shown: list[str] = []
-    count = 0
-    last = offset + limit - 1
-    while count < last:
-        raw = f.readline()
-        if not raw:
-            return shown, count
-        count += 1
-        if count >= offset:
-            line = raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", "replace")
-            shown.append(preview_line(line, max_line_bytes))
-    # The rest is only counted, a chunk at a time.
-    tail = b""
-    while chunk := f.read(_CHUNK):
-        count += chunk.count(b"\n")
-        tail = chunk
-    if tail and not tail.endswith(b"\n"):
-        count += 1
-    return shown, count
+    keep = max_line_bytes + _CUT_MARGIN
+    shown = []
+    for raw in lines:
+        line = raw if len(raw) >= keep else raw.removesuffix(b"\r")
+        shown.append(preview_line(line.decode("utf-8", "replace"), max_line_bytes))
+    return shown
 
 
 def _reason(exc: BaseException) -> str:

@@ -2,9 +2,10 @@
 
 Every search goes through `run()` (the daemon's `Launcher` binds its binary, environment and limits, and
 tracks the children it runs). ripgrep gets an argv list (never a shell) that starts with
-`--no-config`, stdin from /dev/null (or the bytes given), its own session and process group, the
-scrubbed environment of `child_environment`, and (Linux) an address-space limit, so that no input can
-make it buffer without bound. stdout is collected up to a byte cap; the moment it passes the cap the
+`--no-config`, stdin from the null device (or the bytes given), a process tree of its own (POSIX: its own
+session and process group; Windows: a Job Object with kill-on-close — dsh_search.osdep), the scrubbed
+environment of `child_environment`, and (Linux, Windows) a memory bound, so that no input can make it
+buffer without bound. stdout is collected up to a byte cap; the moment it passes the cap the
 group is terminated rather than left to finish. stderr keeps its tail.
 
 Why it is built this way: a run must release everything it opened whatever instant it is cancelled
@@ -12,9 +13,13 @@ at. So the spawn is synchronous — there is no `await` between creating the pip
 their owner — and from then on one thread owns the child: it reads both pipes, feeds stdin, applies
 the caps, and reaps the child, closing every descriptor on its way out. The event loop only waits for
 that thread's verdict; cancelling the wait (a timeout, `$/cancelRequest`, shutdown) terminates the
-whole group — SIGTERM, then SIGKILL once the grace has passed — and the call returns only once rg is
-reaped. Signals go to the group only while its leader is unreaped (under a lock), so a recycled pid
-can never be hit.
+whole tree — SIGTERM, then SIGKILL once the grace has passed (Windows: the job is terminated at once) — and
+the call returns only once rg is reaped. Signals go to the group only while its leader is unreaped (under
+a lock), so a recycled pid can never be hit.
+
+The binary is pinned (Linux, through the OS seam): a `Launcher` opens the ripgrep it was given once, and
+every run executes that open file (`/proc/self/fd/N`), so a sidecar replaced or removed under a running
+daemon (a rebuild, an upgrade) changes nothing for it; argv[0] still names the sidecar's path.
 """
 
 from __future__ import annotations
@@ -22,25 +27,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import os
 import queue
 import re
-import resource
-import selectors
-import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
+from dsh_search import osdep
+
 _CREDENTIAL_NAME = re.compile("KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 
-_READ_CHUNK = 1 << 20
-# A read asks for 64 KiB unless the last one filled that: a 1 MiB buffer is allocated (and trimmed) at every
-# read, ~20 µs each, and most reads bring a few hundred bytes.
-_SMALL_READ = 1 << 16
 # ripgrep writes a file's output as it finishes it, often a few hundred bytes at a time (grep `static` in the
 # kernel's drivers/net/ethernet: 635 writes, half under 130 bytes; `[A-Z]+_SUSPEND` over the whole tree:
 # ~1,800 writes in 1.5 s), and each wake-up of the reading thread costs ~30 µs of Python and takes the GIL
@@ -84,7 +84,7 @@ class Limits(NamedTuple):
     stdout_cap: int  # bytes of stdout past which the group is terminated
     stderr_cap: int  # bytes of stderr tail kept
     grace_s: float  # SIGTERM → SIGKILL, and how long pipes may outlive the child
-    memory_cap: int | None = None  # address-space limit of the child (Linux); None: unbounded
+    memory_cap: int | None = None  # memory limit of the child (Linux, Windows); None: unbounded
 
 
 class Outcome(NamedTuple):
@@ -164,36 +164,6 @@ class _Collected(NamedTuple):
     tally: StderrTally
 
 
-def signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _big_pipe() -> tuple[int, int]:
-    """A pipe enlarged to 1 MiB where the platform allows (Linux): a writer rarely blocks, and data
-    moves in few large steps. Elsewhere the default size is kept."""
-    read_end, write_end = os.pipe()
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if set_size is not None:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(write_end, set_size, _READ_CHUNK)
-    return read_end, write_end
-
-
-def _limit_memory(pid: int, cap: int) -> bool:
-    """Bound the child's address space: Linux's prlimit sets it on the running process (its exec is
-    done when Popen returns, and rg allocates its big buffers later). Other platforms have no call to
-    do it from outside the child; there the run stays unbounded (docs/reliability.md)."""
-    prlimit = getattr(resource, "prlimit", None)
-    if prlimit is None:
-        return False
-    try:
-        prlimit(pid, resource.RLIMIT_AS, (cap, cap))
-    except (OSError, ValueError):
-        return False
-    return True
-
-
 class Owners:
     """The threads that own children, kept and reused.
 
@@ -234,6 +204,7 @@ class Child:
     def __init__(
         self,
         proc: subprocess.Popen[bytes],
+        tree: osdep.Tree,
         fds: tuple[int, int, int | None],
         stdin_data: bytes | None,
         limits: Limits,
@@ -243,10 +214,11 @@ class Child:
         owners: Owners,
         on_overflow: Callable[[], None] | None = None,
     ) -> None:
-        self.pid = proc.pid  # also the process group id: the child leads its own session
+        self.pid = proc.pid
         self._proc = proc
+        self._tree = tree  # its process group (POSIX) or Job Object (Windows)
         self._out_fd, self._err_fd, self._in_fd = fds
-        self._stdin = memoryview(stdin_data) if stdin_data is not None else None
+        self._stdin_data = stdin_data
         self._limits = limits
         self._sink = sink
         self._on_overflow = on_overflow
@@ -261,16 +233,23 @@ class Child:
 
     # -- signalling (any thread) --------------------------------------------------------------------
 
-    def signal(self, sig: int) -> None:
+    def ask_to_end(self) -> None:
+        """SIGTERM the tree (Windows: end it)."""
         with self._lock:
             if not self._reaped:
-                signal_group(self.pid, sig)
+                self._tree.terminate()
+
+    def kill(self) -> None:
+        """SIGKILL the tree (Windows: end it)."""
+        with self._lock:
+            if not self._reaped:
+                self._tree.kill()
 
     def terminate(self) -> None:
-        """SIGTERM the group now and SIGKILL it after the grace (event-loop thread)."""
-        self.signal(signal.SIGTERM)
+        """SIGTERM the tree now and SIGKILL it after the grace (event-loop thread)."""
+        self.ask_to_end()
         if self._kill_timer is None:
-            self._kill_timer = self._loop.call_later(self._limits.grace_s, self.signal, signal.SIGKILL)
+            self._kill_timer = self._loop.call_later(self._limits.grace_s, self.kill)
 
     # -- the owning thread ----------------------------------------------------------------------------
 
@@ -280,13 +259,14 @@ class Child:
             collected = self._pump()
         except BaseException as exc:  # never leave the awaiting side hanging, nor rg running
             self.error = exc
-            self.signal(signal.SIGKILL)
+            self.kill()
         finally:
             for fd in (self._out_fd, self._err_fd, self._in_fd):
                 if fd is not None:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             code = self._reap()
+            self._tree.close()
         got = collected or _Collected(b"", 0, False, b"", False, StderrTally())
         outcome = Outcome(
             exit_code=code if code >= 0 else None,
@@ -298,7 +278,7 @@ class Child:
             stdout_bytes=got.stdout_bytes,
             reported_paths=got.tally.paths,
             bad_ignore_files=got.tally.ignore_files,
-            out_of_memory=self._memory_bounded and code == -signal.SIGABRT and got.tally.allocation_failed,
+            out_of_memory=self._memory_bounded and osdep.aborted(code) and got.tally.allocation_failed,
         )
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
             self._loop.call_soon_threadsafe(self._settle, outcome)
@@ -312,21 +292,6 @@ class Child:
     def _pump(self) -> _Collected:
         return _Pump(self).run()
 
-    def _write_stdin(self, selector: selectors.BaseSelector) -> None:
-        fd, data = self._in_fd, self._stdin
-        assert fd is not None and data is not None
-        try:
-            written = os.write(fd, data[:_READ_CHUNK])
-        except BlockingIOError:
-            return
-        except OSError:  # rg exited early (a bad pattern, a kill): what it did not read does not matter
-            written = len(data)
-        self._stdin = data = data[written:]
-        if not data:
-            selector.unregister(fd)
-            os.close(fd)
-            self._in_fd = None
-
     def _reap(self) -> int:
         """Wait for the child's exit and reap it; signals stop reaching the group from then on."""
         while True:
@@ -335,30 +300,21 @@ class Child:
                 if code is not None:
                     self._reaped = True
                     return code
-            waitid = getattr(os, "waitid", None)
-            if waitid is not None:  # wait for the exit without reaping, outside the lock
-                try:
-                    waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-                except ChildProcessError:
-                    pass
-                except InterruptedError:
-                    continue
-            else:
-                time.sleep(0.002)
+            osdep.wait_exit(self._proc)  # wait for the exit without reaping, outside the lock
 
 
 class _Pump:
     """The owning thread's loop over a child's pipes: wait for the next event or deadline, hand it to its
     handler — stdout (`_out`: the cap, the sink, the coalescing of small reads), stderr (`_err`: the
-    tally of error reports, the tail), stdin (`Child._write_stdin`), the exit (`_exited`: a pidfd on
-    Linux) — and stop when both output pipes are closed, or when a descendant keeps one open past the
-    grace after the exit (it must not hang the call)."""
+    tally of error reports, the tail), the exit (`_exited`: a pidfd on Linux, a thread on Windows) — and
+    stop when both output pipes are closed, or when a descendant keeps one open past the grace after the
+    exit (it must not hang the call). The events come from `osdep.ChildStreams`, which also feeds stdin
+    (a selector on POSIX, a thread per pipe on Windows)."""
 
     def __init__(self, child: Child) -> None:
         self.child = child
         self.limits = child._limits
         self.started = time.monotonic()
-        self.want = _SMALL_READ  # the next read's size
         self.chunks: list[bytes] = []  # stdout, when no sink takes it
         self.size = 0
         self.overflow = False
@@ -368,31 +324,22 @@ class _Pump:
         self.kill_at: float | None = None  # overflow: SIGKILL if still running by then
         self.exited_at: float | None = None  # the child exited while a pipe is still open
         self.open_pipes = 2
-        self.selector = selectors.DefaultSelector()
 
     def run(self) -> _Collected:
-        child, selector = self.child, self.selector
-        pidfd = None
+        child = self.child
+        in_fd, child._in_fd = child._in_fd, None  # the streams own it from here
+        streams = osdep.ChildStreams(child._proc, child._out_fd, child._err_fd, in_fd, child._stdin_data)
+        handlers = {"out": self._out, "err": self._err, "exit": self._exited}
         try:
-            selector.register(child._out_fd, selectors.EVENT_READ, self._out)
-            selector.register(child._err_fd, selectors.EVENT_READ, self._err)
-            if child._in_fd is not None:
-                os.set_blocking(child._in_fd, False)
-                selector.register(child._in_fd, selectors.EVENT_WRITE, self._in)
-            with contextlib.suppress(AttributeError, OSError):  # Linux ≥ 5.3: learn of the exit at once
-                pidfd = os.pidfd_open(child.pid)
-                selector.register(pidfd, selectors.EVENT_READ, self._exited)
             while self.open_pipes:
-                for key, _ in selector.select(self._timeout()):
-                    key.data(key.fd)
+                for what, chunk in streams.wait(self._timeout()):
+                    handlers[what](chunk)
                 if self._past_deadlines():
                     break  # a descendant holds a pipe open: it must not hang the call
             if self.open_pipes:
-                child.signal(signal.SIGKILL)  # the leader is an unreaped zombie: the group id is still ours
+                child.kill()  # the leader is an unreaped zombie: the group id is still ours
         finally:
-            selector.close()
-            if pidfd is not None:
-                os.close(pidfd)
+            streams.close()
         self.tally.finish()
         return _Collected(
             b"".join(self.chunks), self.size, self.overflow, bytes(self.err_tail), self.err_lossy, self.tally
@@ -406,24 +353,18 @@ class _Pump:
         """SIGKILL a group that outlived its overflow's grace; True once the exit's grace has passed."""
         now = time.monotonic()
         if self.kill_at is not None and now >= self.kill_at:
-            self.child.signal(signal.SIGKILL)
+            self.child.kill()
             self.kill_at = None
         return self.exited_at is not None and now >= self.exited_at
 
     def _stop(self) -> None:
         """SIGTERM now, SIGKILL after the grace."""
-        self.child.signal(signal.SIGTERM)
+        self.child.ask_to_end()
         self.kill_at = time.monotonic() + self.limits.grace_s
 
-    def _closed(self, fd: int) -> None:
-        self.selector.unregister(fd)
-        self.open_pipes -= 1
-
-    def _out(self, fd: int) -> None:
-        chunk = os.read(fd, self.want)
-        self.want = _READ_CHUNK if len(chunk) >= _SMALL_READ else _SMALL_READ
+    def _out(self, chunk: bytes) -> None:
         if not chunk:
-            self._closed(fd)
+            self.open_pipes -= 1
             return
         if self.overflow:
             return  # read and dropped: the group is being stopped
@@ -456,10 +397,9 @@ class _Pump:
             except Exception as exc:
                 self.child.error = exc
 
-    def _err(self, fd: int) -> None:
-        chunk = os.read(fd, _SMALL_READ)
+    def _err(self, chunk: bytes) -> None:
         if not chunk:
-            self._closed(fd)
+            self.open_pipes -= 1
             return
         self.tally.feed(chunk)
         self.err_tail += chunk
@@ -468,12 +408,8 @@ class _Pump:
             del self.err_tail[: len(self.err_tail) - cap]
             self.err_lossy = True
 
-    def _in(self, _fd: int) -> None:
-        self.child._write_stdin(self.selector)
-
-    def _exited(self, fd: int) -> None:
+    def _exited(self, _: bytes) -> None:
         """The child exited; its pipes should close right after."""
-        self.selector.unregister(fd)
         self.exited_at = time.monotonic() + self.limits.grace_s
 
 
@@ -489,20 +425,22 @@ def spawn(
     loop: asyncio.AbstractEventLoop,
     owners: Owners,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Child:
-    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way."""
+    """Start `rg --no-config <args>` in `cwd`; synchronous, so it cannot be interrupted half-way. With
+    `pinned`, the open file of that descriptor is what runs (see `pin`), `rg_path` is its argv[0]."""
     opened: list[int] = []
     try:
-        out_r, out_w = _big_pipe()
+        out_r, out_w = osdep.pipe()
         opened += (out_r, out_w)
         err_r, err_w = os.pipe()
         opened += (err_r, err_w)
         in_r: int | None = None
         in_w: int | None = None
         if stdin_data is not None:
-            in_r = _memory_file(stdin_data)
+            in_r = osdep.memory_file(stdin_data)
             if in_r is None:
-                in_r, in_w = _big_pipe()
+                in_r, in_w = osdep.pipe()
                 opened.append(in_w)
             else:
                 stdin_data = None  # all of it is in the file already: nothing to feed
@@ -514,8 +452,8 @@ def spawn(
             stdin=subprocess.DEVNULL if in_r is None else in_r,
             stdout=out_w,
             stderr=err_w,
-            start_new_session=True,
-            close_fds=True,
+            **osdep.spawn_options(),
+            **(osdep.pinned_spawn_options(pinned) if pinned is not None else {}),
         )
     except (OSError, ValueError, TypeError) as exc:
         for opened_fd in opened:
@@ -525,31 +463,9 @@ def spawn(
     for child_end in (out_w, err_w, in_r):
         if child_end is not None:
             os.close(child_end)
-    bounded = limits.memory_cap is not None and _limit_memory(proc.pid, limits.memory_cap)
-    return Child(proc, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded, owners, on_overflow)
-
-
-def _memory_file(data: bytes) -> int | None:
-    """A file in memory holding `data`, positioned at its start (Linux's memfd), or None elsewhere.
-
-    As rg's stdin it beats a pipe: rg reads a file in large blocks and nobody has to feed it (a 4 MiB
-    scrollback searched through a pipe cost rg ~50 % more than the same text in a file)."""
-    create = getattr(os, "memfd_create", None)
-    if create is None:
-        return None
-    try:
-        fd: int = create("dsh-search-stdin", getattr(os, "MFD_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+    tree = osdep.Tree.adopt(proc)
+    bounded = limits.memory_cap is not None and osdep.limit_memory(tree, limits.memory_cap)
+    return Child(proc, tree, (out_r, err_r, in_w), stdin_data, limits, sink, loop, bounded, owners, on_overflow)
 
 
 def _describe(exc: BaseException) -> str:
@@ -575,7 +491,7 @@ class LiveGroups:
 
     def kill_all(self) -> None:
         for child in list(self._children):
-            child.signal(signal.SIGKILL)
+            child.kill()
 
 
 async def run(
@@ -591,6 +507,7 @@ async def run(
     on_spawn: Callable[[int], None] | None = None,
     stdout_sink: Callable[[bytes], None] | None = None,
     on_overflow: Callable[[], None] | None = None,
+    pinned: int | None = None,
 ) -> Outcome:
     """Run `rg --no-config <args>` in `cwd` and collect its output within the limits.
 
@@ -602,7 +519,7 @@ async def run(
     """
     child = spawn(
         rg_path, args, cwd=cwd, env=env, limits=limits, stdin_data=stdin_data, sink=stdout_sink,
-        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow,
+        loop=asyncio.get_running_loop(), owners=owners or Owners(), on_overflow=on_overflow, pinned=pinned,
     )  # fmt: skip
     if groups is not None:
         groups.add(child)
@@ -618,7 +535,7 @@ async def run(
                 try:
                     await asyncio.shield(child.done)
                 except asyncio.CancelledError:
-                    child.signal(signal.SIGKILL)  # cancelled again while waiting: stop being polite
+                    child.kill()  # cancelled again while waiting: stop being polite
             raise
         if child.error is not None:
             raise child.error
@@ -639,6 +556,9 @@ class Launcher:
         self.limits = limits
         self.groups = LiveGroups()
         self.owners = Owners()
+        self.pinned = osdep.pin_file(rg_path)
+        if self.pinned is not None:
+            weakref.finalize(self, os.close, self.pinned)
 
     async def __call__(
         self,
@@ -651,5 +571,5 @@ class Launcher:
     ) -> Outcome:
         return await run(
             self.rg_path, args, cwd=cwd, env=self.env, limits=self.limits, stdin_data=stdin_data,
-            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow,
+            groups=self.groups, owners=self.owners, stdout_sink=sink, on_overflow=on_overflow, pinned=self.pinned,
         )  # fmt: skip

@@ -197,11 +197,16 @@ def _signal_name(number: int | None) -> str:
 
 
 class SearchResult(NamedTuple):
-    """What glob and grep answer: the model's text, the card's meta, the saved complete result."""
+    """What glob and grep answer: the model's text, the card's meta, the saved complete result — and the
+    counts of the complete result, which the native result does not carry (upstream's shape) and an MCP
+    result does (methods/tools.py: each tool's structured content)."""
 
     text: str
     meta: dict[str, Any]
     spill: SpillRef | None
+    found: int | None = None  # glob: paths found; grep: matches found (None where ripgrep does not count them)
+    files: int | None = None  # grep: files with a match (glob: None)
+    partial: bool = False  # the text shows part of the result: the rest is saved (or could not be) or on other pages
 
     def as_json(self) -> dict[str, Any]:
         return {"text": self.text, "meta": self.meta, "spill": self.spill.as_json() if self.spill else None}

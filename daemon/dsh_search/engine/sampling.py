@@ -17,21 +17,23 @@ class Sample(NamedTuple):
     total_groups: int
 
 
-def group_keys(paths: list[str], root: str) -> list[str]:
-    """Each path's first segment below `root` (the whole path's first segment when it is not below it)."""
+def group_keys(paths: list[str], root: str, sep: str = "/") -> list[str]:
+    """Each path's first segment below `root` (the whole path's first segment when it is not below it).
+    `sep` is the platform's path separator (`os.sep`): ripgrep joins the names it finds with it, and upstream
+    splits display paths at Node's `path.sep` — `\\` on Windows."""
     if root == ".":
-        prefix = "./"
+        prefix = "." + sep
     else:
-        trimmed = root.rstrip("/")
-        prefix = trimmed + "/" if trimmed else ""
+        trimmed = root.rstrip(sep)
+        prefix = trimmed + sep if trimmed else ""
         if trimmed and trimmed in paths:  # the root itself: its own group, ""
-            return ["" if p == trimmed else p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
-    return [p.removeprefix(prefix).lstrip("/").split("/", 1)[0] for p in paths]
+            return ["" if p == trimmed else p.removeprefix(prefix).lstrip(sep).split(sep, 1)[0] for p in paths]
+    return [p.removeprefix(prefix).lstrip(sep).split(sep, 1)[0] for p in paths]
 
 
-def sample_across_top_level(paths: list[str], max_items: int, root: str) -> Sample:
+def sample_across_top_level(paths: list[str], max_items: int, root: str, sep: str = "/") -> Sample:
     groups: dict[str, list[str]] = {}
-    for key, path in zip(group_keys(paths, root), paths, strict=True):
+    for key, path in zip(group_keys(paths, root, sep), paths, strict=True):
         members = groups.get(key)
         if members is None:
             groups[key] = [path]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from dsh_search import texts
+from dsh_search import private, texts
 from dsh_search.engine import failures
 from dsh_search.engine.paths import DenyCheck, confined, directory_name
 from dsh_search.engine.searcher import Searcher
@@ -47,24 +47,25 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
 
     A workspace that is only a fallback (`/`, the daemon's directory when neither --workdir nor client roots
     say otherwise) is refused unless cwd or path is absolute (texts.NO_WORKSPACE). Whatever the
-    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there.
+    confinement, a search inside the spill directory is allowed: the footers tell the model to grep there
+    — unless that directory is not this user's alone (private.py), when nothing in it is the daemon's.
     """
-    if scope.workspace_is_fallback and not (cwd or "").startswith("/") and not (path or "").startswith("/"):
+    if scope.workspace_is_fallback and not os.path.isabs(cwd or "") and not os.path.isabs(path or ""):
         raise failures.invalid_args(texts.NO_WORKSPACE)
     named = scope.workspace if cwd is None else os.path.join(scope.workspace, cwd)
     base = directory_name(named)
     confinements = [roots for roots in scope.confinements if roots]
     if confinements:
-        spill = (os.path.realpath(searcher.spill.root),)
+        spill = _spill(searcher)
 
         def permitted(where: str) -> bool:
-            return all(confined(where, roots) for roots in confinements) or confined(where, spill)
+            return all(confined(where, roots) for roots in confinements) or (bool(spill) and confined(where, spill))
 
         if not permitted(base) or (path is not None and not permitted(os.path.join(base, path))):
             raise failures.invalid_args(texts.OUTSIDE_ALLOWED_ROOTS)
     if scope.shared:
         shared = scope.shared if cwd is None else (*scope.shared, _real(base))
-        reach = (*shared, os.path.realpath(searcher.spill.root))
+        reach = (*shared, *_spill(searcher))
         if not confined(base, reach) or (path is not None and not confined(os.path.join(base, path), reach)):
             raise failures.invalid_args(texts.outside_shared_roots(shared))
     deny = searcher.deny_globs.for_search(base, path)
@@ -72,6 +73,12 @@ def locate(searcher: Searcher, scope: Scope, cwd: str | None, path: str | None) 
     # shared) or the daemon's host reaches it through a channel (`remote`: the directory may well exist on
     # the host's machine only).
     return Where(cwd=base, path=path, named=named, deny=deny, explain=bool(scope.shared) or searcher.config.remote)
+
+
+def _spill(searcher: Searcher) -> tuple[str, ...]:
+    """The spill directory's real path, always reachable — unless it is not this user's alone."""
+    root = searcher.spill.root
+    return () if private.problem(root, "spill directory") else (os.path.realpath(root),)
 
 
 def _real(path: str) -> str:

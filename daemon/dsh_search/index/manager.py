@@ -14,11 +14,16 @@ daemon's own directory — never `/`). A search elsewhere walks.
   Until the index is ready, searches walk.
 
 One index per workspace per machine (peers.py): the first daemon to index a workspace owns it (a
-`Workspace`); any other is a guest that asks the owner, and takes the index over when the owner is
-gone. Every search that walks is counted by its reason (status.Walk: the planner's, or the manager's own
-— no index yet, a failed one, an owner that did not answer, an error inside the index), for
-`index/status` (`walked_because`) and the debug log. A failed index is built afresh after a pause
-(`RETRY_AFTER_S`), which grows while builds keep failing.
+`Workspace`); any other is a guest that asks the owner — when their views of the files are the same
+(view.py), waiting for an answer at most `ask_wait_s` (a small share of a search's timeout) — and takes
+the index over when the owner is gone. Every search that walks is counted by its reason (status.Walk:
+the planner's, or the manager's own — no index yet, a failed one, an owner that did not answer, an
+error inside the index), for `index/status` (`walked_because`) and the debug log. A failed index is
+built afresh after a pause (`RETRY_AFTER_S`), which grows while builds keep failing.
+
+The index directory and each workspace's directory in it are this user's alone (private.py): made 0700,
+and an existing one another user could read or write is never used — the index is off, `index/status`
+says which directory and the fix, and searches walk.
 """
 
 from __future__ import annotations
@@ -27,9 +32,9 @@ import asyncio
 import contextlib
 import logging
 import os
-import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dsh_search import osdep, private
 from dsh_search.config import INDEX_MODES
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import GlobQuery, GrepQuery
@@ -41,6 +46,7 @@ from dsh_search.index.status import FAILED, OFF, READY, Status, Walk
 
 if TYPE_CHECKING:  # the workspace (SQLite, inotify) and the peers are imported when needed: not at every start
     from dsh_search.index.peers import Answer, Guest, Owner, OwnerLock, Question
+    from dsh_search.index.view import View
     from dsh_search.index.workspace import Workspace
 
 F = TypeVar("F", GlobFiles, GrepFiles)
@@ -51,32 +57,51 @@ AUTO_AFTER_S = 0.2  # a walk at least this slow makes an index worth its build (
 TAKEOVER_POLL_S = 1.0  # a guest tries to take the index over this often (and at once when the owner goes)
 NOTICE = 25  # between info and warning: shown at the default log level (MCP's "notice")
 RETRY_AFTER_S = (1.0, 5.0, 30.0, 300.0)  # a failed index is built again after these pauses (then every last)
+ASK_SHARE = 0.05  # a guest waits for its owner's answer at most this share of a search's timeout...
+ASK_WAIT_S = (0.05, 1.0)  # ...within these bounds
+OWN_FOLDER = "dsh-search"  # the folder of the default layout above the index directory, made private too
+
+
+def ask_wait(timeout_ms: int) -> float:
+    """How long a guest waits for its owner's answer before it walks: a small share of the search's budget."""
+    low, high = ASK_WAIT_S
+    return min(high, max(low, timeout_ms / 1000 * ASK_SHARE))
 
 
 def unsupported_reason(root: str) -> str | None:
     """Why the index cannot promise read-your-writes for this workspace, or None when it can."""
-    if not sys.platform.startswith("linux"):
-        return f"no inotify on {sys.platform}: the index cannot see writes as they happen"
+    reason = osdep.index_unsupported_reason()
+    if reason is not None:
+        return reason
     unseen = mounts.workspace_unseen(os.path.realpath(root))
     return f"{root} is {unseen}" if unseen is not None else None
 
 
 class IndexManager:
     def __init__(
-        self, *, mode: str, index_dir: str, grep_lister: GrepLister, max_bytes: int | None = None, version: str = ""
+        self,
+        *,
+        mode: str,
+        index_dir: str,
+        grep_lister: GrepLister,
+        max_bytes: int | None = None,
+        version: str = "",
+        ask_wait_s: float = ASK_WAIT_S[1],
     ) -> None:
         assert mode in INDEX_MODES
         self.mode = mode
         self.index_dir = index_dir
         self.max_bytes = max_bytes  # the cache's bound (indexMaxBytes)
         self.version = version  # owners and guests of one workspace must be of one version
+        self.ask_wait_s = ask_wait_s  # a guest's wait for its owner's answer
         self._lister = grep_lister
+        self._view_taken: View | None = None
         self._workspace: Workspace | None = None  # when this daemon owns the workspace's index
         self._guest: Guest | None = None  # when another daemon owns it
         self._lock: OwnerLock | None = None
         self._owner: Owner | None = None  # the socket guests ask, while this daemon owns the index
         self._takeover: asyncio.Task[None] | None = None
-        self._listening: asyncio.Future[bool] | None = None  # the owner's socket being opened
+        self._listening: asyncio.Future[None] | None = None  # the owner's socket being opened (and again)
         self._root: str | None = None  # the workspace directory
         self._reason: str | None = None
         self.answered = {"glob": 0, "grep": 0}  # searches the index answered
@@ -99,6 +124,11 @@ class IndexManager:
         self._reason = None
         if root is None or self.mode == "off":
             return
+        unavailable = osdep.index_unavailable_reason()  # Windows: not even when asked (docs/behaviour.md)
+        if unavailable is not None:
+            self._reason = unavailable
+            log.log(NOTICE if self.mode == "on" else logging.INFO, "workspace index off for %s: %s", root, unavailable)
+            return
         reason = unsupported_reason(root)
         if reason is not None:
             self._reason = reason
@@ -116,7 +146,11 @@ class IndexManager:
         self._stop()
         directory = workspace_dir(self.index_dir, os.path.realpath(root))
         try:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
+            self._private(directory)
+        except private.Unsafe as exc:
+            self._reason = f"{exc}; searches walk the tree"
+            log.warning("workspace index of %s: %s", root, self._reason)
+            return
         except OSError as exc:
             self._reason = f"its index directory cannot be made: {exc}"
             log.warning("workspace index of %s: %s", root, self._reason)
@@ -126,6 +160,26 @@ class IndexManager:
             self._own(root, directory, lock)
         else:
             self._be_guest(root, directory, lock)
+
+    @property
+    def _view(self) -> View:
+        """What decides the files this daemon's ripgrep reads (taken when first needed: not at start)."""
+        if self._view_taken is None:
+            from dsh_search.index.view import View
+
+            self._view_taken = View.of_process(self._lister.environment)
+        return self._view_taken
+
+    def _private(self, directory: str) -> None:
+        """The index directory and the workspace's in it, made (0700) or checked to be this user's alone
+        (private.Unsafe otherwise). The index directory is made private when it is readable by others (its
+        folders are named after workspaces), and so is the `dsh-search` folder of the default layout above."""
+        private.ensure(self.index_dir, "index directory")
+        private.tighten(self.index_dir)
+        parent = os.path.dirname(os.path.abspath(self.index_dir))
+        if os.path.basename(parent) == OWN_FOLDER:
+            private.tighten(parent)
+        private.ensure(directory, "workspace's index directory")
 
     def _own(self, root: str, directory: str, lock: OwnerLock) -> None:
         from dsh_search.index.peers import Owner
@@ -140,14 +194,14 @@ class IndexManager:
             on_failure=self._failed,
         )
         self._workspace.start()
-        self._owner = Owner(directory, self.version, self._serve)
-        self._listening = asyncio.ensure_future(self._owner.start())
+        self._owner = Owner(directory, self.version, self._serve, self._view)
+        self._listening = asyncio.ensure_future(self._owner.listen())
 
     def _be_guest(self, root: str, directory: str, lock: OwnerLock) -> None:
         from dsh_search.index.peers import Guest
 
         self._lock = lock
-        self._guest = Guest(directory, self.version)
+        self._guest = Guest(directory, self.version, self._view, self.ask_wait_s)
         log.log(NOTICE, "workspace index of %s: another daemon owns it; this one asks it", root)
         self._takeover = asyncio.ensure_future(self._wait_to_own(root, directory, lock))
 
@@ -195,9 +249,7 @@ class IndexManager:
             log.info("workspace index of %s: building it again after a failure (%s)", self._root, ws.reason)
             self._workspace.close()
             self._workspace = None
-            if self._owner is not None:
-                self._owner.close()
-                self._owner = None
+            self._close_owner()
             self._own(self._root, workspace_dir(self.index_dir, os.path.realpath(self._root)), self._lock)
 
     def _stop(self) -> None:
@@ -208,9 +260,7 @@ class IndexManager:
         if self._takeover is not None:
             self._takeover.cancel()
             self._takeover = None
-        if self._owner is not None:
-            self._owner.close()
-            self._owner = None
+        self._close_owner()
         if self._workspace is not None:
             self._workspace.close()
             self._workspace = None
@@ -220,6 +270,14 @@ class IndexManager:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def _close_owner(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+            self._listening = None
+        if self._owner is not None:
+            self._owner.close()
+            self._owner = None
 
     def close(self) -> None:
         self._stop()
@@ -232,23 +290,44 @@ class IndexManager:
     async def status(self) -> Status:
         answered, walked, because = dict(self.answered), self.walked, dict(self.walked_because)
         if self._workspace is not None:
-            served = self._owner.served if self._owner is not None else 0
+            owner = self._owner
             return self._workspace.status(self.mode)._replace(
-                answered=answered, walked=walked, walked_because=because, role="owner", served=served
+                answered=answered,
+                walked=walked,
+                walked_because=because,
+                role="owner",
+                served=owner.served if owner is not None else 0,
+                guests=owner.problem if owner is not None else None,
             )
         if self._guest is not None:
             from dsh_search.index.peers import Question
 
-            theirs = await self._guest.ask(Question("status"))
+            guest = self._guest
+            theirs = await guest.ask(Question("status"))
             if isinstance(theirs, Status):
                 return theirs._replace(
-                    mode=self.mode, answered=answered, walked=walked, walked_because=because, role="guest", served=None
+                    mode=self.mode,
+                    answered=answered,
+                    walked=walked,
+                    walked_because=because,
+                    role="guest",
+                    served=None,
+                    guests=None,
                 )
+            if guest.differs is not None:
+                why = (
+                    f"another daemon owns the workspace's index, and its view of the files differs from this "
+                    f"one's ({guest.differs}): its answers would not be this daemon's walk's, so searches walk"
+                )
+            else:
+                why = guest.note or "another daemon owns the workspace's index and does not answer now"
+                if "searches walk" not in why:
+                    why += ": searches walk"
             return Status(
                 state=OFF,
                 mode=self.mode,
                 root=self._root,
-                reason="another daemon owns the workspace's index and does not answer now: searches walk",
+                reason=why,
                 answered=answered,
                 walked=walked,
                 walked_because=because,
@@ -310,7 +389,9 @@ class IndexManager:
 
         assert self._guest is not None
         answer = await self._guest.ask(Question(op, cwd, query, deny.globs))
-        return Walk.OWNER_SILENT if answer is None else answer
+        if answer is None:
+            return Walk.OWNER_VIEW if self._guest.differs is not None else Walk.OWNER_SILENT
+        return answer
 
     async def glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | None:
         if self._guest is not None:

@@ -23,6 +23,11 @@ writes, which the merge at the next start (builder.py) finds by their signatures
 `indexMaxBytes`, removing the least recently used workspace's directory first (by its `used` stamp),
 never one whose set is held by a live daemon.
 
+**Whose.** The index directory and the workspace's are this user's alone (the manager checks them:
+private.py), so nobody else can make or change a set; a set directory that is not this user's alone all
+the same (made by an earlier, looser version, say) is neither used nor removed, and neither is another
+workspace's directory that is not, when the cache evicts.
+
 Rules of this module: directories, locks, trust and whole sets only; what is inside a shard is
 shards.py's.
 """
@@ -30,11 +35,12 @@ shards.py's.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import threading
 from typing import TYPE_CHECKING, NamedTuple
+
+from dsh_search import osdep, private
 
 if TYPE_CHECKING:  # SQLite is imported when a set is opened, not when the manager names a directory
     from dsh_search.index.shards import Shard
@@ -91,7 +97,7 @@ class ShardSet:
         """The newest set under the workspace's directory that no other daemon holds and that can be
         trusted (unless `fresh`), else a new one. A set that cannot be trusted or opened is set aside."""
         sets = sorted(
-            (e for e in os.scandir(workspace) if e.is_dir(follow_symlinks=False) and e.name.startswith("set-")),
+            (e for e in os.scandir(workspace) if e.name.startswith("set-") and _private(e)),
             key=lambda e: e.stat().st_mtime,
             reverse=True,
         )
@@ -100,7 +106,7 @@ class ShardSet:
             os.makedirs(directory, mode=0o700, exist_ok=True)
             fd = os.open(os.path.join(directory, "lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                osdep.flock_now(fd)
             except OSError:
                 os.close(fd)
                 continue  # held by another daemon
@@ -252,7 +258,7 @@ def _remove_others(workspace: str, keep: str) -> None:
     only the set in use is kept."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(workspace):
-            if entry.path == keep or not entry.is_dir(follow_symlinks=False):
+            if entry.path == keep or not _private(entry):
                 continue
             if entry.name.startswith("discarded-"):
                 _remove_tree(entry.path)
@@ -262,13 +268,25 @@ def _remove_others(workspace: str, keep: str) -> None:
                 except OSError:
                     continue
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    osdep.flock_now(fd)
                 except OSError:
                     continue  # held by a daemon: its business
                 else:
                     _remove_tree(entry.path)
                 finally:
                     os.close(fd)
+
+
+def _private(entry: os.DirEntry[str]) -> bool:
+    """Whether a directory entry is a directory of this user's alone (else it is left alone, and said so)."""
+    try:
+        if private.private_entry(entry.stat(follow_symlinks=False)):
+            return True
+    except OSError:
+        return False
+    if entry.is_dir(follow_symlinks=False):
+        log.warning("workspace index: %s is not this user's alone; it is neither used nor removed", entry.path)
+    return False
 
 
 def _fd_identity(fd: int) -> tuple[int, int]:
@@ -319,7 +337,7 @@ def in_use(workspace: str) -> bool:
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            osdep.flock_now(fd)
         except OSError:
             return True
         finally:
@@ -331,7 +349,7 @@ def evict(index_dir: str, max_bytes: int, keep: str | None = None) -> list[Evict
     """Keep the indexes under `index_dir` at or below `max_bytes` in all, removing whole workspaces' indexes,
     the least recently used first; never `keep` nor one a live daemon holds. Returns what was removed."""
     try:
-        entries = [e for e in os.scandir(index_dir) if e.is_dir(follow_symlinks=False)]
+        entries = [e for e in os.scandir(index_dir) if _private(e)]
     except OSError:
         return []
     sizes = {e.path: disk_bytes(e.path) for e in entries}

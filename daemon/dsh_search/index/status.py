@@ -33,6 +33,7 @@ class Walk(StrEnum):
     BUILDING = "building"
     FAILED = "failed"
     OWNER_SILENT = "owner-silent"
+    OWNER_VIEW = "owner-view"
     OUTSIDE = "outside"
     NUL_ARGUMENT = "nul-argument"
     NO_LITERALS = "no-literals"
@@ -56,6 +57,8 @@ WALK_REASONS: dict[Walk, str] = {
     Walk.BUILDING: "the index is being built",
     Walk.FAILED: "the index failed and waits to be built again, or its files were changed by another process",
     Walk.OWNER_SILENT: "another daemon owns the index and did not answer in time",
+    Walk.OWNER_VIEW: "another daemon owns the index and sees the files otherwise (another user, groups or "
+    "environment where ripgrep finds git's rules)",
     Walk.OUTSIDE: "the search runs outside the indexed workspace",
     Walk.NUL_ARGUMENT: "an argument holds a NUL byte (ripgrep refuses to start, as the walk shows)",
     Walk.NO_LITERALS: "the pattern requires no literal of three characters or more: no file can be ruled out",
@@ -100,3 +103,4 @@ class Status(NamedTuple):
     walked_because: dict[str, int] | None = None  # searches that walked, by reason (Walk)
     role: str | None = None  # "owner" (this daemon keeps the index) or "guest" (another daemon does)
     served: int | None = None  # owner: other daemons' questions it answered
+    guests: str | None = None  # owner: why other daemons cannot ask it now (they walk meanwhile)

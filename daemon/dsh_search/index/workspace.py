@@ -15,7 +15,9 @@ Its life:
    by that request. A search that reaches a part in doubt walks. Glob answers from glob's list in
    memory; grep from the shards (`reading`), with the changed files and those with other names or views
    (hard links, single-file mounts) read by the planner itself. The answers are spelled as ripgrep
-   prints them (answers.py).
+   prints them (answers.py). A directory an event asks to read again (created, moved in, mounted on) is
+   walked on a thread, never on the event loop: the answer waits for that walk at most
+   `WALK_AGAIN_WAIT_S`, then walks the tree itself.
 3. **In the background**, a moment after events stop (`MAINTAIN_AFTER_S`): everything listed again when
    it is all in doubt, grep's list asked again when it is, changed files indexed again, glob's list
    compacted, and the content index rebuilt into a fresh set once most of it is old versions of files.
@@ -61,6 +63,7 @@ OVERLAY_COMPACT = 20000  # changes in glob's overlay past which a new snapshot i
 MAINTAIN_AFTER_S = 0.2  # quiet time after events before the background catches up
 REINDEX_BATCH = 2000  # changed files indexed again in one step
 PROGRESS_EVERY_S = 10.0  # a log line this often while the first build reads files
+WALK_AGAIN_WAIT_S = 0.5  # an answer waits this long at most for the walk of directories read again
 
 
 @dataclass
@@ -112,6 +115,8 @@ class Workspace:
         self._maintaining: asyncio.Task[None] | None = None
         self._maintain_handle: asyncio.TimerHandle | None = None
         self._build_task: asyncio.Task[None] | None = None
+        self._walking: asyncio.Task[None] | None = None  # the walk of directories read again (unwalked)
+        self._walks = asyncio.Lock()  # one walk adds watches at a time (events are not read meanwhile)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reading_events = False
         self.counts = _Counts()
@@ -128,7 +133,7 @@ class Workspace:
         self._build_task = asyncio.ensure_future(self._build())
 
     def close(self) -> None:
-        for task in (self._build_task, self._maintaining):
+        for task in (self._build_task, self._maintaining, self._walking):
             if task is not None:
                 task.cancel()
         if self._maintain_handle is not None:
@@ -200,11 +205,55 @@ class Workspace:
             log.debug("workspace index check failed", exc_info=True)
             fresh.doubt_everything(f"checking the workspace failed: {exc}")
         self._drain()
+        if fresh.unwalked and not await self._walked_again(fresh):
+            return Walk.IN_DOUBT  # directories read again are still being walked (inDoubt says so)
         if self.state != READY:
             return Walk.FAILED
+        if not self._reading_events:
+            return Walk.IN_DOUBT  # a walk adds watches on a thread: events are not read meanwhile
         if fresh.pending():
             self._schedule()
         return fresh
+
+    async def _walked_again(self, fresh: Freshness, wait_s: float | None = WALK_AGAIN_WAIT_S) -> bool:
+        """Walk the directories read again (`fresh.unwalked`), on a thread, and wait for it at most `wait_s`
+        (None: until it is done); whether it is done."""
+        task = self._walking
+        if task is None or task.done():
+            task = self._walking = asyncio.ensure_future(self._walk_again(fresh))
+        try:
+            await asyncio.wait_for(asyncio.shield(task), wait_s)
+        except TimeoutError:
+            return False
+        return not fresh.unwalked
+
+    async def _walk_again(self, fresh: Freshness) -> None:
+        """Events wait in the kernel while a thread adds watches (as in a rescan); whatever they report
+        meanwhile is applied once the walk is."""
+        try:
+            while fresh.unwalked and self.state == READY and self._fresh is fresh:
+                async with self._walks:
+                    paths = sorted(fresh.unwalked)
+                    walked = []
+                    self._events(False)
+                    try:
+                        for path in paths:
+                            walked.append(
+                                (
+                                    path,
+                                    await asyncio.to_thread(walk, self.root_b, fresh.watcher, path, self._builder.stop),
+                                )
+                            )
+                    finally:
+                        self._events(True)
+                    for path, result in walked:
+                        fresh.walked_again(path, result)
+                self._drain()
+        except (asyncio.CancelledError, Stopped, WalkStopped):
+            raise asyncio.CancelledError from None
+        except Exception as exc:
+            log.debug("walking directories again failed", exc_info=True)
+            self.fail(f"reading directories again failed: {exc}", exc)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[tuple[list[Shard], int] | None]:
@@ -381,6 +430,8 @@ class Workspace:
         try:
             if fresh.glob_doubt is not None and fresh.root_identity is not None:
                 await self._rescan(fresh, shard_set)
+            if fresh.unwalked:
+                await self._walked_again(fresh, None)
             if fresh.grep_stale or fresh.unknown:
                 await self._relist(fresh, shard_set)
             fresh.refresh_stats()  # glob's entries current first: a path leaves `changed` only when both are
@@ -403,16 +454,17 @@ class Workspace:
         watcher = fresh.watcher
         log.info("workspace index of %s: %s; listing everything again", self.root, fresh.glob_doubt)
         self.counts.rescans = (self.counts.rescans or 0) + 1
-        self._events(False)  # the walk adds watches on a thread; events wait in the kernel
-        try:
-            watcher.drain()  # what is queued predates the walk: the walk sees its result
-            watcher.forget(b"")  # every watch again, on the directories as they are now
-            walked = await asyncio.to_thread(walk, self.root_b, watcher, b"", self._builder.stop)
-            files = await asyncio.to_thread(GlobList.from_keys, walked.files)
-            stale = await asyncio.to_thread(builder.stale, shard_set.shards, self.root_b, self._builder.stop)
-        finally:
-            self._events(True)
-        fresh.rescanned(walked, files, stale)
+        async with self._walks:
+            self._events(False)  # the walk adds watches on a thread; events wait in the kernel
+            try:
+                watcher.drain()  # what is queued predates the walk: the walk sees its result
+                watcher.forget(b"")  # every watch again, on the directories as they are now
+                walked = await asyncio.to_thread(walk, self.root_b, watcher, b"", self._builder.stop)
+                files = await asyncio.to_thread(GlobList.from_keys, walked.files)
+                stale = await asyncio.to_thread(builder.stale, shard_set.shards, self.root_b, self._builder.stop)
+            finally:
+                self._events(True)
+            fresh.rescanned(walked, files, stale)
         self._drain()
 
     async def _relist(self, fresh: Freshness, shard_set: ShardSet) -> None:

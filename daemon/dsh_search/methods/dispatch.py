@@ -156,6 +156,8 @@ class Dispatcher:
         if envelope is not None or target.mcp:
             ctx.session.mcp_seen = True
         session.current.set(session.Request(call.id, envelope, mcp_tool=target.mcp))
+        if envelope is not None and (target.mcp or call.method == "tools/list"):  # where a result's shape is chosen
+            mcp.note_client(ctx, envelope.version)
         if envelope is not None and target.mcp:  # MCP lets only tools/call (here) answer input_required
             asked = self._modern_roots(call, target, envelope)
             if asked is not None:
@@ -218,7 +220,13 @@ class Dispatcher:
             if spec.check_params:
                 params = params_mod.check(spec.params, params, wellformed=spec.wellformed)
             if spec.tool is not None:
-                value = await spec.tool.run(ctx, params, invocation.tally)
+                found = await spec.tool.run(ctx, params, invocation.tally)
+                if target.mcp:
+                    how = mcp.shape(ctx)
+                    link = resources.link(ctx, found.as_json()) if how == mcp.FULL else None
+                    value = mcp.success_result(how, spec.tool, found, link)
+                else:
+                    value = found.as_json()
             else:
                 assert spec.handler is not None, f"{spec.name} has neither a handler nor a tool"
                 value = await spec.handler(ctx, params)
@@ -232,9 +240,6 @@ class Dispatcher:
             # A bug, not an input problem: logged with its traceback, answered without its details.
             log.exception("internal error in %s", spec.name)
             return Error(jsonrpc.INTERNAL_ERROR, "Internal error")
-        if target.mcp:
-            whole = mcp.full(ctx)
-            value = mcp.success_result(value, resources.link(ctx, value) if whole else None, whole=whole)
         return Success(self._shaped(target, value))
 
     def _shaped(self, target: Target, value: Any) -> Any:

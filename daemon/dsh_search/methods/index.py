@@ -99,6 +99,15 @@ FIELDS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         },
     ),
     ("served", "served", _integer("Owner: questions of other daemons on this workspace it answered.")),
+    (
+        "guests",
+        "guests",
+        {
+            "type": "string",
+            "description": "Owner: why other daemons on this workspace cannot ask it now (they walk meanwhile; it "
+            "tries again), e.g. its socket could not be opened.",
+        },
+    ),
 )
 ALWAYS = ("state", "files", "bytes", "mode", "root")  # on the wire even when null
 

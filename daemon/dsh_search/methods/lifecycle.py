@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from dsh_search import texts
-from dsh_search.methods import era
+from dsh_search.methods import era, mcp
 from dsh_search.methods.context import Context
 from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec
@@ -34,11 +34,12 @@ async def initialize(ctx: Context, params: Any) -> dict[str, Any]:
     ctx.session.mcp = isinstance(asked, str)
     ctx.session.mcp_seen = ctx.session.mcp_seen or ctx.session.mcp
     client = params.get("clientInfo") if isinstance(params, dict) else None
-    if isinstance(client, dict):  # what a troubleshooter asks first: which client, and which era
-        log.info("client: %s %s, protocol %s", client.get("name"), client.get("version"), version)
     ctx.session.protocol_version = version if ctx.session.mcp else None
     ctx.session.client_roots = isinstance(capabilities, dict) and isinstance(capabilities.get("roots"), dict)
     ctx.session.client_capabilities = capabilities if isinstance(capabilities, dict) else None
+    ctx.session.client_info = client if isinstance(client, dict) else None
+    if ctx.session.mcp:  # which client, which era, and how its results are shaped (methods/mcp.py)
+        mcp.note_client(ctx, version)
     return {
         "protocolVersion": version,
         "serverInfo": server_info(ctx),

@@ -15,7 +15,7 @@ methods/context.py (which holds a table of its own handlers: one direction only)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from dsh_search.config import Config
 from dsh_search.engine.searcher import Tally
@@ -24,7 +24,19 @@ from dsh_search.methods.params import object_schema
 C = TypeVar("C")
 
 Handler = Callable[[C, dict[str, Any]], Awaitable[Any]]
-ToolRun = Callable[[C, dict[str, Any], Tally | None], Awaitable[dict[str, Any]]]
+
+
+class ToolValue(Protocol):
+    """What a tool's run answers: the engine's result, whose `as_json()` is the native method's result
+    and whose `text` is what the model reads."""
+
+    @property
+    def text(self) -> str: ...
+
+    def as_json(self) -> dict[str, Any]: ...
+
+
+ToolRun = Callable[[C, dict[str, Any], Tally | None], Awaitable[ToolValue]]
 
 EMPTY_PARAMS: dict[str, Any] = object_schema({}, [])
 
@@ -33,13 +45,26 @@ class Tool(Generic[C]):
     """A method as a model sees it (MCP `tools/list`, `tools/call`), and how it runs.
 
     `run(ctx, params, tally)` gets the params checked against the method's native schema and a tally to
-    keep current when the call reports progress (else None); `progress` words a report from the tally.
-    A declaration, never changed once made. (Tool and MethodSpec are plain classes rather than frozen
-    dataclasses: generating a dataclass's methods at import cost ~4 M instructions each, ~1 % of a cold
-    start.)
+    keep current when the call reports progress (else None), and answers the engine's result (the native
+    method answers its `as_json()`); `progress` words a report from the tally. `structured` makes the
+    result's MCP structuredContent — its text and a few counts, small enough for a framework that shows its
+    model the structuredContent — and `output_schema` is its schema, closed, which admits this tool's
+    structured results and no other tool's (methods/mcp.py). A declaration, never changed once made.
+    (Tool and MethodSpec are plain classes rather than frozen dataclasses: generating a dataclass's
+    methods at import cost ~4 M instructions each, ~1 % of a cold start.)
     """
 
-    __slots__ = ("describe", "host_fields", "input_schema", "listed", "progress", "run", "workspace")
+    __slots__ = (
+        "describe",
+        "host_fields",
+        "input_schema",
+        "listed",
+        "output_schema",
+        "progress",
+        "run",
+        "structured",
+        "workspace",
+    )
 
     def __init__(
         self,
@@ -47,6 +72,8 @@ class Tool(Generic[C]):
         input_schema: dict[str, Any],
         run: ToolRun[C],
         progress: Callable[[Tally], str],
+        structured: Callable[[Any], dict[str, Any]],
+        output_schema: dict[str, Any],
         host_fields: tuple[str, ...] = (),
         listed: Callable[[C], bool] | None = None,
         workspace: bool = False,
@@ -54,6 +81,8 @@ class Tool(Generic[C]):
         self.describe = describe  # the description, which may quote configured caps
         self.input_schema = input_schema  # model-facing: without the host-only fields
         self.run = run
+        self.structured = structured  # run's result → the MCP structuredContent (its text and counts)
+        self.output_schema = output_schema  # the MCP outputSchema: structured's schema, closed
         self.progress = progress  # the progress message for a running call
         self.host_fields = host_fields  # params an MCP client passes in `tools/call`'s `_meta` instead
         self.listed = listed  # whether tools/list shows it now (None: always)

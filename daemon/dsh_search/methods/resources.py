@@ -19,13 +19,13 @@ through their links (MCP: links need not be listed).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sys
 from typing import Any, NamedTuple
 
 from dsh_search import texts
+from dsh_search.engine import files
 from dsh_search.engine.failures import INVALID_ARGS, ToolError, invalid_args
 from dsh_search.methods import era
 from dsh_search.methods.context import Context
@@ -152,7 +152,7 @@ async def read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     offset = page.offset or 1
     limit = page.limit or sys.maxsize
     try:
-        lines = await asyncio.to_thread(ctx.spill.read, page.locator, offset, limit)
+        lines = await files.detached(ctx.spill.read, page.locator, offset, limit)
     except SpillReadError:
         raise _not_found(uri) from None
     except OSError:  # removed by retention between the check and the read

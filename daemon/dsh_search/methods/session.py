@@ -82,6 +82,8 @@ class Session:
     protocol_version: str | None = None  # the revision `initialize` answered with (None: no initialize)
     client_roots: bool = False  # the client declared the `roots` capability
     client_capabilities: dict[str, Any] | None = None  # what its `initialize` declared
+    client_info: dict[str, Any] | None = None  # the clientInfo its `initialize` sent
+    clients_noted: set[str] = field(default_factory=set)  # clients logged so far (methods/mcp.py note_client)
     initialized: bool = False  # `notifications/initialized` arrived
     roots: tuple[Root, ...] | None = None  # the client's roots as last fetched; None: never fetched
     roots_fetch: asyncio.Task[None] | None = None  # a `roots/list` in flight
@@ -91,7 +93,7 @@ class Session:
     listeners: list[Listener] = field(default_factory=list)  # open subscriptions/listen streams
     # An MCP client has spoken (initialize with a protocolVersion, a 2026-07-28 request, or tools/call):
     # its session ends with its input, so at stdin EOF what is still running is not waited for
-    # (EOF_WINDOW_S, docs/mcp.md "Closing").
+    # (EOF_WINDOW_MAX_S, docs/mcp.md "Closing").
     mcp_seen: bool = False
 
     def log_threshold(self) -> str | None:
@@ -105,17 +107,18 @@ class Session:
         return "notice" if self.mcp else None
 
 
-# How long, after an MCP client closed its input, the requests still running may take to finish before
-# they are aborted: a search about to answer still answers (a host that pipes a session through `printf`
-# gets it), one that is not is stopped with its ripgrep. Inside the graceMs + 1 s a closing client is
-# promised.
-EOF_WINDOW_S = 0.5
+# How long, at most, after an MCP client closed its input, the requests still running may take to finish
+# before they are aborted: a search about to answer still answers (a session piped through `printf` gets
+# its answers, SPEC §1), one that is not is stopped with its ripgrep. The window is min(graceMs, 1 s), so
+# that the window and ripgrep's termination (SIGTERM, then SIGKILL after graceMs) stay inside the
+# graceMs + 1 s a closing client is promised.
+EOF_WINDOW_MAX_S = 1.0
 
 
-def eof_window(session: Session) -> float | None:
+def eof_window(session: Session, grace_ms: int) -> float | None:
     """At stdin EOF: the window the running requests get (None: each runs to its own end, the NDJSON pipe
     contract for hosts that are not MCP clients)."""
-    return EOF_WINDOW_S if session.mcp_seen else None
+    return min(grace_ms / 1000, EOF_WINDOW_MAX_S) if session.mcp_seen else None
 
 
 class Request(NamedTuple):

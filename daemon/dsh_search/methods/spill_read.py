@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from dsh_search.engine import files
 from dsh_search.engine.failures import INVALID_ARGS, invalid_args
 from dsh_search.methods.context import Context
 from dsh_search.methods.errors import openrpc_errors
@@ -21,7 +21,7 @@ async def spill_read(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     if limit < 1:
         raise invalid_args("limit must be a positive integer")
     try:
-        return await asyncio.to_thread(ctx.spill.read, params["locator"], offset, limit)
+        return await files.detached(ctx.spill.read, params["locator"], offset, limit)
     except SpillReadError as err:
         raise invalid_args(str(err)) from None
 

@@ -17,12 +17,12 @@ description is texts.GREP_PARAMETERS's, and the profile (`grepProfile`) says whi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from dsh_search import texts
 from dsh_search.config import Config
 from dsh_search.engine import failures
-from dsh_search.engine.read import DEFAULT_LIMIT
+from dsh_search.engine.read import DEFAULT_LIMIT, ReadResult
 from dsh_search.engine.request import (
     EXTENDED,
     MAX_CONTEXT,
@@ -44,6 +44,10 @@ from dsh_search.methods.params import object_schema
 from dsh_search.methods.registry import MethodSpec, Tool
 from dsh_search.methods.roots import scope
 from dsh_search.methods.scrollback import SESSION_PARAM, integer_param, snapshot_of, terminal_search_listed
+
+if TYPE_CHECKING:  # the engine's search modules are imported when a search first runs (start-up time)
+    from dsh_search.engine.run import SearchResult
+    from dsh_search.engine.terminal import SearchPage
 
 # The results of glob and grep, as rpc.discover describes them. `meta` has the tool's own shape
 # (engine/presentation.py): glob's paths, grep's matches grouped by file; `spill` is null when nothing
@@ -106,6 +110,48 @@ LISTING_META: dict[str, Any] = {
 GLOB_RESULT = search_result(PATHS_META)
 GREP_RESULT = search_result(MATCHES_META)
 GREP_EXTENDED_RESULT = search_result({"oneOf": [MATCHES_META, LISTING_META]})
+
+
+# --- what an MCP result carries as structuredContent ---------------------------------------------------------
+#
+# The text (exactly the content's) and a few counts a host can show beside it, never the native meta or
+# spill: frameworks that hand their model the structuredContent (pydantic-ai) must not be handed more than
+# the text (docs/decisions.md, "What a model is given"). Each schema is closed and has a required field the
+# other tools' lack, so glob's admits glob's results only, grep's grep's.
+
+
+def closed(properties: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A structuredContent schema: every property required, no other allowed."""
+    return {**object_schema(properties, list(properties)), "additionalProperties": False}
+
+
+TEXT = {"type": "string", "description": "The tool's text, exactly the text content's."}
+PARTIAL = {
+    "type": "boolean",
+    "description": "The text shows part of the result; its footer says where the rest is.",
+}
+GLOB_STRUCTURED = closed(
+    {"text": TEXT, "pathCount": {"type": "integer", "description": "Paths found."}, "truncated": PARTIAL}
+)
+
+
+def grep_structured_schema(profile: str) -> dict[str, Any]:
+    """grep's: matchCount is null only for the extended profile's outputMode files, which does not count."""
+    matches: dict[str, Any] = {"type": "integer", "description": "Matches found."}
+    if profile == EXTENDED:
+        matches = {"type": ["integer", "null"], "description": "Matches found (null for outputMode files)."}
+    files = {"type": "integer", "description": "Files with a match."}
+    return closed({"text": TEXT, "matchCount": matches, "fileCount": files, "truncated": PARTIAL})
+
+
+def glob_structured(result: SearchResult) -> dict[str, Any]:
+    return {"text": result.text, "pathCount": result.found, "truncated": result.partial}
+
+
+def grep_structured(result: SearchResult) -> dict[str, Any]:
+    return {"text": result.text, "matchCount": result.found, "fileCount": result.files, "truncated": result.partial}
+
+
 SEARCH_ERRORS = openrpc_errors(*failures.KIND_NAMES, cancellable=True)
 
 # Host-only fields of glob and grep: never in the model-facing schema; MCP callers pass them in `_meta`.
@@ -134,6 +180,8 @@ def _file_tool(
     result: dict[str, Any],
     run: Callable[[Context, dict[str, Any], Tally | None], Any],
     progress: Callable[[Tally], str],
+    structured: Callable[[Any], dict[str, Any]],
+    output_schema: dict[str, Any],
     *,
     required: tuple[str, ...] = ("pattern",),
     errors: tuple[dict[str, Any], ...] = SEARCH_ERRORS,
@@ -153,6 +201,8 @@ def _file_tool(
             input_schema=model_schema(model_properties, required),
             run=run,
             progress=progress,
+            structured=structured,
+            output_schema=output_schema,
             host_fields=host_fields,
             listed=listed,
             workspace=True,
@@ -182,10 +232,10 @@ def glob_query(params: dict[str, Any]) -> GlobQuery:
     return check_glob(GlobQuery(**fields))
 
 
-async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+async def run_glob(ctx: Context, params: dict[str, Any], tally: Tally | None) -> SearchResult:
     from dsh_search.engine.glob import glob
 
-    return (await glob(ctx.searcher, glob_query(params), search_scope(ctx), tally)).as_json()
+    return await glob(ctx.searcher, glob_query(params), search_scope(ctx), tally)
 
 
 GLOB = _file_tool(
@@ -199,6 +249,8 @@ GLOB = _file_tool(
     GLOB_RESULT,
     run_glob,
     lambda tally: f"glob: {tally.items} files found so far",
+    glob_structured,
+    GLOB_STRUCTURED,
 )
 
 # --- grep ------------------------------------------------------------------------------------------------
@@ -234,11 +286,11 @@ def grep_query(params: dict[str, Any], profile: str, max_matches: int) -> GrepQu
     return check_grep(GrepQuery(**fields), max_matches)
 
 
-async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+async def run_grep(ctx: Context, params: dict[str, Any], tally: Tally | None) -> SearchResult:
     from dsh_search.engine.grep import grep
 
     query = grep_query(params, ctx.config.grep_profile, ctx.config.grep_max_matches)
-    return (await grep(ctx.searcher, query, search_scope(ctx), tally)).as_json()
+    return await grep(ctx.searcher, query, search_scope(ctx), tally)
 
 
 def grep_spec(profile: str) -> MethodSpec[Context]:
@@ -256,6 +308,8 @@ def grep_spec(profile: str) -> MethodSpec[Context]:
         GREP_EXTENDED_RESULT if profile == EXTENDED else GREP_RESULT,
         run_grep,
         lambda tally: f"grep: {tally.items} matches in {tally.files} files so far",
+        grep_structured,
+        grep_structured_schema(profile),
     )
 
 
@@ -276,7 +330,7 @@ TERMINAL_SEARCH_PARAMS: dict[str, Any] = object_schema(
 )
 
 
-async def run_terminal_search(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+async def run_terminal_search(ctx: Context, params: dict[str, Any], tally: Tally | None) -> SearchPage:
     """Checks in upstream's order: the pattern, then offset and limit, then the session. The snapshot is
     taken before the first `await`, so the search sees every append sent before it."""
     from dsh_search.engine.terminal import TerminalArgs, terminal_search
@@ -289,7 +343,27 @@ async def run_terminal_search(ctx: Context, params: dict[str, Any], tally: Tally
         limit=integer_param(params, "limit", 100, 1),
     )
     snap = snapshot_of(ctx, params)
-    return (await terminal_search(ctx.searcher, snap, args, tally)).as_json()
+    return await terminal_search(ctx.searcher, snap, args, tally)
+
+
+def terminal_search_structured(page: SearchPage) -> dict[str, Any]:
+    """The native result without its `matches` list, which repeats the text."""
+    counts = {"matchCount": page.match_count, "totalLines": page.total_lines, "truncated": page.truncated}
+    return {"text": page.text, **counts}
+
+
+TERMINAL_SEARCH_STRUCTURED = closed(
+    {
+        "text": TEXT,
+        "matchCount": {"type": "integer", "description": "Lines that match, in the whole retained output."},
+        "totalLines": {"type": "integer", "description": "Lines retained."},
+        "truncated": {
+            "type": "boolean",
+            "description": "More matches exist past this page, the byte bound dropped lines, or the buffer "
+            "dropped old output.",
+        },
+    }
+)
 
 
 TERMINAL_SEARCH = MethodSpec[Context](
@@ -317,6 +391,8 @@ TERMINAL_SEARCH = MethodSpec[Context](
         input_schema=model_schema(TERMINAL_SEARCH_PARAMS["properties"], tuple(TERMINAL_SEARCH_PARAMS["required"])),
         run=run_terminal_search,
         progress=lambda _tally: "terminal_search: searching",
+        structured=terminal_search_structured,
+        output_schema=TERMINAL_SEARCH_STRUCTURED,
         listed=terminal_search_listed,
     ),
 )
@@ -324,7 +400,7 @@ TERMINAL_SEARCH = MethodSpec[Context](
 # --- read ----------------------------------------------------------------------------------------------------
 
 
-async def run_read(ctx: Context, params: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
+async def run_read(ctx: Context, params: dict[str, Any], tally: Tally | None) -> ReadResult:
     """A path, or the dsh-search:// link of a spill artifact (whose page, when it names one, is the
     default offset and limit)."""
     from dsh_search.engine.read import ReadArgs, read
@@ -337,13 +413,22 @@ async def run_read(ctx: Context, params: dict[str, Any], tally: Tally | None) ->
         offset = page.offset if offset is None else offset
         limit = page.limit if limit is None else limit
     args = ReadArgs(path, 1 if offset is None else offset, DEFAULT_LIMIT if limit is None else limit, params.get("cwd"))
-    return (await read(ctx.searcher, args, search_scope(ctx))).as_json()
+    return await read(ctx.searcher, args, search_scope(ctx))
 
 
 def read_listed(ctx: Context) -> bool:
     """The read tool is an MCP tool only when the deployment asks for it (`readTool`)."""
     return ctx.config.read_tool
 
+
+READ_RESULT_PROPERTIES: dict[str, dict[str, Any]] = {
+    "text": {"type": "string", "description": "The lines, numbered, and a note when more follow."},
+    "path": {"type": "string", "description": "The file read, absolute."},
+    "startLine": {"type": "integer", "description": "The first line shown (1-based)."},
+    "endLine": {"type": "integer", "description": "The last line shown (startLine - 1 when none was)."},
+    "totalLines": {"type": "integer", "description": "Lines in the file."},
+    "nextOffset": {"type": ["integer", "null"], "description": "The offset of the next page; null at the end."},
+}
 
 READ = _file_tool(
     "read",
@@ -355,19 +440,11 @@ READ = _file_tool(
         "offset": {"type": "integer", "description": texts.READ_OFFSET_DESCRIPTION},
         "limit": {"type": "integer", "description": texts.READ_LIMIT_DESCRIPTION},
     },
-    object_schema(
-        {
-            "text": {"type": "string"},
-            "path": {"type": "string"},
-            "startLine": {"type": "integer"},
-            "endLine": {"type": "integer"},
-            "totalLines": {"type": "integer"},
-            "nextOffset": {"type": ["integer", "null"]},
-        },
-        ["text", "path", "startLine", "endLine", "totalLines", "nextOffset"],
-    ),
+    object_schema(READ_RESULT_PROPERTIES, list(READ_RESULT_PROPERTIES)),
     run_read,
     lambda _tally: "read: reading",
+    ReadResult.as_json,  # small already: the page's text, where it lies, and the file's path
+    closed(READ_RESULT_PROPERTIES),
     required=("path",),
     errors=openrpc_errors(failures.INVALID_ARGS, failures.SEARCH_FAILED, cancellable=True),
     listed=read_listed,

@@ -7,6 +7,14 @@ reader never sees a partial artifact and a failed write leaves nothing behind; a
 retired by age and total size. `read` pages an artifact by lines for `spill/read`, refusing any
 locator that is not an artifact inside the root. The engine hands results over through its `Spill`
 interface (engine/spill.py), which this store implements.
+
+The root and its session directories are this user's alone (private.py): made 0700, and an existing
+one — another user's, writable by others, under a directory others can write — is never used: a save
+there fails (the inline page stays, the footer says the result could not be saved, the log names the
+directory and the fix), `spill/read` refuses it with that message, and retention leaves it alone.
+Otherwise another user who made `session-<digest of "default">` first could swap in an artifact of
+theirs under the victim's locator. An artifact is opened without blocking and checked on its open
+descriptor, and paged with a bound (engine/files.py).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from dsh_search import osdep, private
+from dsh_search.engine import files
 from dsh_search.engine.spill import SpillRef
 
 log = logging.getLogger("dsh_search.spill")
@@ -80,15 +90,25 @@ class SpillStore:
         self._oldest: deque[tuple[float, int, str]] = deque()  # (mtime, size, path), oldest first
         self._queue_complete = True  # the queue holds every artifact the last scan saw
         self._scanned_at: float | None = None
+        self._unsafe_said: str | None = None  # the last unsafe root retention warned of (said once)
 
     # -- writing ---------------------------------------------------------------------------------------
 
-    def _ensure_dir(self, path: str) -> None:
+    ROOT = "spill directory"
+    SESSION = "spill session directory"
+
+    def _ensure_root(self) -> None:
+        """The root, made 0700 (its missing parents too) or checked safe; raises `private.Unsafe`. A root
+        of ours readable by others is made private: its session directories are named by digests of
+        session ids."""
+        private.ensure(self.root, self.ROOT)
+        private.tighten(self.root)
+
+    def _ensure_session(self, path: str) -> None:
         try:
             os.mkdir(path, 0o700)
         except FileExistsError:
-            if not os.path.isdir(path):
-                raise NotADirectoryError(f"{path} exists and is not a directory") from None
+            private.check(path, self.SESSION)
 
     def save_text(self, session_id: str, suggested_name: str, content: str | Iterable[str]) -> SpillRef:
         """Write content atomically; raises OSError when it cannot be saved (nothing is left behind).
@@ -96,16 +116,13 @@ class SpillStore:
         `content` may come in pieces (written in that order, nothing between them), so that a large
         result is written without first being joined into one string and encoded whole.
         """
-        parent = os.path.dirname(self.root)
-        if parent and not os.path.isdir(parent):
-            os.makedirs(parent, exist_ok=True)
-        self._ensure_dir(self.root)
+        self._ensure_root()
         directory = session_dir(self.root, session_id)
-        self._ensure_dir(directory)
+        self._ensure_session(directory)
         pieces = [content] if isinstance(content, str) else content
         size = 0
         tmp = os.path.join(directory, f".tmp-{os.urandom(8).hex()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | osdep.O_CLOEXEC | getattr(os, "O_BINARY", 0), 0o600)
         try:
             try:
                 buffer = bytearray()  # pieces are gathered into writes of about _WRITE_BYTES: not a syscall each
@@ -129,12 +146,7 @@ class SpillStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        osdep.fsync_directory(directory)
         self._counted(final, size)
         try:
             self.enforce_retention(keep=final)
@@ -157,13 +169,24 @@ class SpillStore:
 
     def _artifacts(self) -> list[tuple[float, int, str]]:
         found: list[tuple[float, int, str]] = []
+        unsafe = private.problem(self.root, self.ROOT)
+        if unsafe is not None:  # another user's, or one others can write: nothing in it is ours to remove
+            if os.path.lexists(self.root) and unsafe != self._unsafe_said:
+                log.warning("spill retention skipped: %s", unsafe)
+                self._unsafe_said = unsafe
+            return found
         try:
             sessions = os.scandir(self.root)
         except (FileNotFoundError, NotADirectoryError):
             return found
         with sessions:
             for session in sessions:
-                if not _SESSION_NAME.match(session.name) or not session.is_dir(follow_symlinks=False):
+                if not _SESSION_NAME.match(session.name):
+                    continue
+                try:
+                    if not private.private_entry(session.stat(follow_symlinks=False)):
+                        continue  # not ours alone: left alone
+                except OSError:
                     continue
                 with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(session.path) as entries:
                     for entry in entries:
@@ -237,7 +260,8 @@ class SpillStore:
     # -- reading ---------------------------------------------------------------------------------------
 
     def resolve_locator(self, locator: str) -> str:
-        """The artifact a locator names; refuses anything outside the root or not an artifact."""
+        """The artifact a locator names; refuses anything outside the root or not an artifact, and any
+        artifact of a root or session directory that is not this user's alone."""
         if not locator or "\0" in locator or not os.path.isabs(locator):
             raise SpillReadError("locator must be the absolute path of a spill artifact")
         root = os.path.realpath(self.root)
@@ -253,19 +277,30 @@ class SpillStore:
             raise SpillReadError("locator names no spill artifact") from None
         if not stat.S_ISREG(info.st_mode):
             raise SpillReadError("locator names no spill artifact")
+        unsafe = private.problem(self.root, self.ROOT) or private.problem(os.path.join(root, session), self.SESSION)
+        if unsafe is not None:
+            raise SpillReadError(unsafe)
         return real
 
     def read(self, locator: str, offset: int, limit: int) -> dict[str, Any]:
+        """Lines offset..offset+limit-1 of an artifact, split on `\\n` (a final `\\n` starts an empty
+        last line), paged with a bound (engine/files.py): a page stops at `files.PAGE_MAX_BYTES`."""
         path = self.resolve_locator(locator)
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
-        lines = text.split("\n") if text else []
-        total = len(lines)
+        try:
+            # Resolved already: a symbolic link or anything but a regular file here now was put there since.
+            fd = files.open_regular(path, follow=False)
+        except (OSError, files.NotRegular):
+            raise SpillReadError("locator names no spill artifact") from None
+        try:
+            found = files.page(fd, offset, limit, final_empty_line=True)
+        finally:
+            os.close(fd)
+        total = 0 if found.empty else found.newlines + 1
         if offset > total:
             return {"text": "", "startLine": offset, "endLine": total, "totalLines": total, "nextOffset": None}
-        end = min(offset + limit - 1, total)
+        end = offset + len(found.lines) - 1
         return {
-            "text": "\n".join(lines[offset - 1 : end]),
+            "text": "\n".join(line.decode("utf-8", "replace") for line in found.lines),
             "startLine": offset,
             "endLine": end,
             "totalLines": total,

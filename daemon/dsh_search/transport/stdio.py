@@ -27,13 +27,11 @@ import logging
 import os
 import queue
 import select
-import signal
-import stat
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from dsh_search import osdep
 from dsh_search.transport import jsonrpc
 from dsh_search.transport.framing import BadFrame, Decoder, Framing, Message, Oversized, encode
 from dsh_search.transport.outgoing import OutgoingRequests
@@ -101,16 +99,12 @@ class Server:
         self._loop = loop
         self._finish = loop.create_future()
         if self._handle_signals:
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                loop.add_signal_handler(sig, self._end, f"signal {signal.Signals(sig).name}")
+            osdep.on_stop_signals(loop, self._end)
         self._writer = threading.Thread(target=self._write_loop, name="stdout", daemon=True)
         self._writer.start()
         threading.Thread(target=self._read_loop, name="stdin", daemon=True).start()
-        watcher = None
-        if can_watch_stdout(self._stdout_fd):
-            wake_r, wake_w = os.pipe()
-            watcher = threading.Thread(target=self._watch_stdout, args=(wake_r,), name="stdout-watch", daemon=True)
-            watcher.start()
+        # The host stops reading our stdout (where that can be noticed before a write fails): abort.
+        stop_watch = osdep.watch_reader_gone(self._stdout_fd, lambda: self._from_thread(self._end, "stdout closed"))
 
         reason = await self._finish
         log.info("exiting: %s", reason)
@@ -131,15 +125,12 @@ class Server:
         drained.cancel()
         if self._on_exit is not None:
             self._on_exit()
+        if self._handle_signals:
+            osdep.stopped()
         self._out.put(None)
         self._writer.join(timeout=1.0)
-        if watcher is not None:
-            # Its poll holds a reference to our stdout: end it, so a server inside another program (tests)
-            # lets go of the pipe when it returns.
-            with contextlib.suppress(OSError):  # it has ended already (it saw the reader go): no reader left
-                os.write(wake_w, b"x")
-            watcher.join(timeout=1.0)
-            os.close(wake_w)
+        if stop_watch is not None:
+            stop_watch()
         return 0
 
     def _end(self, reason: str) -> None:
@@ -252,44 +243,7 @@ class Server:
                 log.warning("stdout is gone (%s); aborting", exc)
                 self._from_thread(self._end, "stdout closed")
 
-    def _watch_stdout(self, wake_fd: int) -> None:
-        # poll() always reports POLLERR/POLLHUP, even with no events requested: on a pipe's write end
-        # that happens exactly when the reader has closed its end. `wake_fd` becomes readable when the
-        # server is done.
-        poller = select.poll()
-        poller.register(self._stdout_fd, 0)
-        poller.register(wake_fd, select.POLLIN)
-        try:
-            while True:
-                ready = poller.poll()
-                if any(fd == wake_fd for fd, _ in ready):
-                    return
-                if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in ready):
-                    self._from_thread(self._end, "stdout closed")
-                    return
-        finally:
-            os.close(wake_fd)
-
     def _from_thread(self, fn: Callable[..., None], *args: Any) -> None:
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(fn, *args)
-
-
-def can_watch_stdout(fd: int) -> bool:
-    """Whether the reader of our stdout going away can be noticed before we write to it.
-
-    Linux's poll() reports POLLHUP/POLLERR on a pipe's or socket's write end once its reader is gone,
-    with no events asked for. Other systems' poll() is not known to (macOS implements it on kqueue):
-    there, a host that dies is noticed by the end of our stdin (its write end closes with it) and by
-    the next write failing, as on Linux when stdout is a file or a terminal.
-    """
-    return sys.platform.startswith("linux") and hasattr(select, "poll") and _is_pipe_or_socket(fd)
-
-
-def _is_pipe_or_socket(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

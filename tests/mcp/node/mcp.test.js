@@ -105,35 +105,42 @@ test('cancellation: an aborted call stops ripgrep and the session goes on', { sk
   }
 });
 
+// Both the default shape (SPEC §3: the text and its counts, mcpResult auto) and the native one (full).
 test('structuredContent conforms to outputSchema; failures are their text only', { skip }, async () => {
   const files = {};
   for (let i = 0; i < 5; i += 1) files[`d${i}/f${i}.md`] = `line ${i}\n`;
   const project = scratch(files);
-  const client = await connect(['--workdir', project, '--glob-max-results', '2', '--grep-max-matches', '2']);
-  try {
-    assert.equal(client.getServerVersion().name, 'dsh-search');
-    assert.deepEqual(client.getServerCapabilities(), { tools: { listChanged: true }, logging: {}, resources: {} });
-    const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep']);
-    for (const tool of tools) assert.ok(tool.outputSchema.required.includes('text'));
-    const calls = [
-      ['glob', { pattern: '*.md' }, false],
-      ['glob', { pattern: 'nothing' }, false],
-      ['grep', { pattern: 'line' }, false],
-      ['grep', { pattern: '(unclosed' }, true],
-      ['glob', { pattern: '' }, true],
-    ];
-    for (const [name, args, isError] of calls) {
-      const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
-      assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
-      if (isError) assert.equal(result.structuredContent, undefined); // the text alone: one level
-      else assert.equal(result.structuredContent.text, textOf(result));
+  for (const mode of ['auto', 'full']) {
+    const client = await connect(['--workdir', project, '--glob-max-results', '2', '--grep-max-matches', '2', '--mcp-result', mode]);
+    try {
+      assert.equal(client.getServerVersion().name, 'dsh-search');
+      assert.deepEqual(client.getServerCapabilities(), { tools: { listChanged: true }, logging: {}, resources: {} });
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep']);
+      for (const tool of tools) {
+        assert.deepEqual(Object.keys(tool).sort(), ['annotations', 'description', 'inputSchema', 'name', 'outputSchema']);
+        assert.ok(tool.outputSchema.required.includes('text'));
+        assert.equal(tool.outputSchema.required.includes('meta'), mode === 'full', mode);
+      }
+      const calls = [
+        ['glob', { pattern: '*.md' }, false],
+        ['glob', { pattern: 'nothing' }, false],
+        ['grep', { pattern: 'line' }, false],
+        ['grep', { pattern: '(unclosed' }, true],
+        ['glob', { pattern: '' }, true],
+      ];
+      for (const [name, args, isError] of calls) {
+        const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
+        assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
+        if (isError) assert.equal(result.structuredContent, undefined); // the text alone: one level
+        else assert.equal(result.structuredContent.text, textOf(result));
+      }
+      const bad = await client.callTool({ name: 'grep', arguments: { pattern: '(unclosed' } });
+      assert.equal(bad._meta['dsh-search/error'].code, 'SEARCH_INVALID_PATTERN');
+      assert.match(textOf(bad), /^Error: grep pattern rejected by ripgrep: /);
+    } finally {
+      await client.close();
     }
-    const bad = await client.callTool({ name: 'grep', arguments: { pattern: '(unclosed' } });
-    assert.equal(bad._meta['dsh-search/error'].code, 'SEARCH_INVALID_PATTERN');
-    assert.match(textOf(bad), /^Error: grep pattern rejected by ripgrep: /);
-  } finally {
-    await client.close();
   }
 });
 

@@ -70,33 +70,35 @@ test('tools are listed, called and validated by the SDK; failures are their text
   for (let i = 0; i < 5; i += 1) files[`d${i}/f${i}.md`] = `line ${i}\n`;
   const project = scratch(files);
   const args = ['--workdir', project, '--glob-max-results', '2', '--grep-max-matches', '2', '--read-tool', 'true'];
-  const client = await connect([...args, '--terminal-search', 'always']);
-  try {
-    const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep', 'terminal_search', 'read']);
-    for (const tool of tools) assert.equal(tool.outputSchema.additionalProperties, false);
-    const calls = [
-      ['glob', { pattern: '*.md' }, false],
-      ['glob', { pattern: 'nothing' }, false],
-      ['grep', { pattern: 'line' }, false],
-      ['terminal_search', { sessionId: 'nope', pattern: 'x' }, true],
-      ['read', { path: 'd2/f2.md' }, false],
-      ['grep', { pattern: '(unclosed' }, true],
-      ['glob', { pattern: '' }, true],
-    ];
-    for (const [name, args, isError] of calls) {
-      const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
-      assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
-      if (isError) {
-        assert.equal(result.structuredContent, undefined);
-        assert.equal(result._meta['dsh-search/error'].text, textOf(result));
-      } else {
-        assert.equal(result.structuredContent.text, textOf(result));
+  for (const mode of ['auto', 'full']) { // the default shape (SPEC §3), and the native one
+    const client = await connect([...args, '--terminal-search', 'always', '--mcp-result', mode]);
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ['glob', 'grep', 'terminal_search', 'read']);
+      for (const tool of tools) assert.equal(tool.outputSchema.additionalProperties, false);
+      const calls = [
+        ['glob', { pattern: '*.md' }, false],
+        ['glob', { pattern: 'nothing' }, false],
+        ['grep', { pattern: 'line' }, false],
+        ['terminal_search', { sessionId: 'nope', pattern: 'x' }, true],
+        ['read', { path: 'd2/f2.md' }, false],
+        ['grep', { pattern: '(unclosed' }, true],
+        ['glob', { pattern: '' }, true],
+      ];
+      for (const [name, args, isError] of calls) {
+        const result = await client.callTool({ name, arguments: args }); // throws if the SDK's validation fails
+        assert.equal(result.isError, isError, `${name} ${JSON.stringify(args)}: ${textOf(result)}`);
+        if (isError) {
+          assert.equal(result.structuredContent, undefined);
+          assert.equal(result._meta['dsh-search/error'].text, textOf(result));
+        } else {
+          assert.equal(result.structuredContent.text, textOf(result));
+        }
       }
+      assert.equal(textOf(await client.callTool({ name: 'read', arguments: { path: 'd2/f2.md' } })), '     1\tline 2');
+    } finally {
+      await client.close();
     }
-    assert.equal(textOf(await client.callTool({ name: 'read', arguments: { path: 'd2/f2.md' } })), '     1\tline 2');
-  } finally {
-    await client.close();
   }
 });
 

@@ -56,13 +56,15 @@ async def grep(searcher: Searcher, query: GrepQuery, scope: Scope, tally: Tally 
     total = sum(f.matches for f in files)
     count = config.grep_max_matches if query.limit is None else query.limit
     spill = None
-    if total > count or 0 < query.offset < total:  # the page does not hold the complete result
+    partial = total > count or 0 < query.offset < total  # the page does not hold the complete result
+    if partial:
         spill = await save(
             searcher.spill, query.session_id, texts.GREP_SPILL_NAME, page.spill_pieces(texts.grep_found(total), files)
         )
     shown = page.render(files, max_matches=config.grep_max_matches, spill=spill, offset=query.offset, limit=query.limit)
     meta = grep_meta(shown.shown, shown.truncated, total, config.search_meta_max_bytes)
-    return SearchResult(shown.text + problems_suffix(result), meta, spill)
+    text = shown.text + problems_suffix(result)
+    return SearchResult(text, meta, spill, found=total, files=len(files), partial=partial)
 
 
 async def _blocks_result(
@@ -74,7 +76,8 @@ async def _blocks_result(
     total = sum(len(b.starts) for b in blocks)
     count = config.grep_max_matches if query.limit is None else query.limit
     spill = None
-    if total > count or 0 < query.offset < total:
+    partial = total > count or 0 < query.offset < total
+    if partial:
         spill = await save(
             searcher.spill,
             query.session_id,
@@ -93,7 +96,8 @@ async def _blocks_result(
         cap=config.grep_max_matches,
     )
     meta = grep_meta(text.shown, text.truncated, total, config.search_meta_max_bytes)
-    return SearchResult(text.text + problems_suffix(result), meta, spill)
+    files = len({b.path for b in blocks if b.starts})
+    return SearchResult(text.text + problems_suffix(result), meta, spill, found=total, files=files, partial=partial)
 
 
 async def _listing_result(
@@ -107,7 +111,8 @@ async def _listing_result(
     counts = listed.counts
     header = texts.grep_found_files(total) if counts is None else texts.grep_found_counts(listed.matches, total)
     spill = None
-    if total > count or 0 < query.offset < total:
+    partial = total > count or 0 < query.offset < total
+    if partial:
         pieces = page.spill_pieces(header, files, separator="\n")
         spill = await save(searcher.spill, query.session_id, texts.GREP_SPILL_NAME, pieces)
     shown_files = files[query.offset : query.offset + count]
@@ -131,7 +136,8 @@ async def _listing_result(
         meta = count_meta(
             paths, counts[query.offset : query.offset + count], text.truncated, total, listed.matches, cap
         )
-    return SearchResult(text.text + problems_suffix(result), meta, spill)
+    found = None if counts is None else listed.matches  # outputMode files: ripgrep stops at a file's first match
+    return SearchResult(text.text + problems_suffix(result), meta, spill, found=found, files=total, partial=partial)
 
 
 Found = TypeVar("Found")

@@ -13,7 +13,7 @@ When the file source (the workspace index) chose the files, they replace the fil
 
 from __future__ import annotations
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import GrepQuery, OutputMode
 from dsh_search.engine.source import GrepFiles
@@ -119,4 +119,4 @@ def files_args(files: GrepFiles, threads: int = 0) -> list[str | bytes]:
         for directory, paths in files.walk_to:
             out += [b"--glob=/" + escape_glob(path) for path in paths]
             roots.append(directory)
-    return [*out, "--", *(roots or [b"/dev/null"])]
+    return [*out, "--", *(roots or [osdep.NULL_DEVICE])]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TypeVar
 
-from dsh_search import texts
+from dsh_search import osdep, texts
 from dsh_search.config import Config, rg_memory_default
 from dsh_search.engine import ripgrep
 from dsh_search.engine.batches import Batches
@@ -107,22 +107,22 @@ def lone_cr_at_end(cwd: str, raw_path: bytes, last: int) -> bool:
     """Whether a file's line `last`, printed with `\\r\\n`, is in fact its last line ending in a lone `\\r`
     (ripgrep's printer terminates a last line, and upstream keeps that `\\r`); raises Unsure when the file
     cannot tell (gone, not a regular file, UTF-16 that ripgrep transcoded)."""
-    raw = raw_path if raw_path.startswith(b"/") else os.fsencode(cwd) + b"/" + raw_path
+    raw = raw_path if os.path.isabs(raw_path) else os.path.join(os.fsencode(cwd), raw_path)
     try:
-        fd = os.open(raw, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(raw, os.O_RDONLY | osdep.O_NONBLOCK | osdep.O_CLOEXEC | getattr(os, "O_BINARY", 0))
     except OSError:
         raise Unsure("a file whose last line may end in a lone CR cannot be read") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
             raise Unsure("a file whose last line may end in a lone CR is not a regular file")
-        if os.pread(fd, 2, 0) in (b"\xff\xfe", b"\xfe\xff"):
+        if osdep.pread(fd, 2, 0) in (b"\xff\xfe", b"\xfe\xff"):
             raise Unsure("a UTF-16 file whose last line may end in a lone CR")
-        if os.pread(fd, 1, info.st_size - 1) != b"\r":
+        if osdep.pread(fd, 1, info.st_size - 1) != b"\r":
             return False
         newlines = 0
         offset = 0
-        while chunk := os.pread(fd, 1 << 20, offset):
+        while chunk := osdep.pread(fd, 1 << 20, offset):
             newlines += chunk.count(b"\n")
             offset += len(chunk)
         return newlines + 1 == last
@@ -140,7 +140,7 @@ def parse_batch(blob: bytes, cwd: str, cap: int, account: Account) -> list[Secti
         if lone_cr_at_end(cwd, raw_path, parse.last_line(paths[i], bodies[i])):
             raise Unsure("a last line ending in a lone CR")  # rare enough for --json to show it
     account.add(batch.sizes)
-    if any(path.startswith("/") for path in paths):  # shown relative to the workdir where inside it
+    if any(map(os.path.isabs, paths)):  # shown relative to the workdir where inside it
         shown = [cwd_relative(path, cwd) for path in paths]
         bodies = [text if a == b else a + text[len(b) :] for a, b, text in zip(shown, paths, bodies, strict=True)]
         paths = shown

@@ -9,7 +9,8 @@ matched with ripgrep's glob reading (globlist.py); a glance is that answer made 
 root alone, for a search no index answers.
 
 It gives up — and ripgrep lists — at the first thing it cannot promise: a root it cannot spell as
-ripgrep prints it (a symbolic link or `..` on the way, a file), a glob it does not read exactly, a
+ripgrep prints it (a symbolic link or `..` on the way, a file), a glob it does not read exactly (or one
+too long for ripgrep's command line, `LONGEST`: whether ripgrep starts at all is its to say), a
 directory it cannot list or an entry it cannot look at (ripgrep says what it could not read), more than
 `BUDGET` entries (ripgrep's parallel walk is the faster past that; a root found that big is not glanced
 at again for `BIG_FOR_S`), and a sidecar other than the ripgrep whose listing this reproduces
@@ -46,6 +47,7 @@ TOO_BIG_HERE = object()  # a glance on the event loop met more than INLINE_BUDGE
 BIG_FOR_S = 60.0  # a root found bigger than that is left to ripgrep for this long
 MAX_BIG = 256  # roots remembered as too big
 PARALLEL_STAT = 1024  # names stat-ed on two threads from this many on
+LONGEST = 4096  # characters of a pattern, cwd or path a glance takes; longer ones, ripgrep lists
 
 
 class Glancing:
@@ -96,6 +98,8 @@ class Glancing:
 
         if "\0" in query.pattern or "\0" in cwd or (query.path is not None and "\0" in query.path):
             return None
+        if max(len(query.pattern), len(cwd), len(query.path or "")) > LONGEST:
+            return None  # ripgrep's argv may not even start (E2BIG): what happens then is its to say
         try:
             regex = glob_regex(query.pattern)
         except Unsupported:

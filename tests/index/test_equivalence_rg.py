@@ -439,10 +439,12 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "root-move":
         away = base / "away"
         root.rename(away)
-        for victim in sorted(p for p in away.rglob("*.c") if p.is_file())[:3]:
-            victim.unlink()  # while it is elsewhere
-        (away / "while-away.c").write_bytes(b"SUSPEND while away\n")
-        away.rename(root)
+        try:
+            for victim in sorted(p for p in away.rglob("*.c") if p.is_file() and not os.path.ismount(p))[:3]:
+                victim.unlink()  # while it is elsewhere (a file bind-mounted there cannot be: EBUSY)
+            (away / "while-away.c").write_bytes(b"SUSPEND while away\n")
+        finally:  # the root comes back whatever failed while it was away
+            away.rename(root)
     elif kind == "root-recreate":
         _unmount_under(root)
         remove_tree(root)

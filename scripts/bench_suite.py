@@ -571,7 +571,7 @@ def run_cold_start(b: Bench) -> None:
         "cold start, spawn → first ping answer",
         interleave(samplers, b.rounds),
         "upstream Node tool",
-        [Check("median_ms", 120, 100), Check("ratio", 1.0)],
+        [Check("median_ms", 120, 100), Check("ratio", 0.9)],  # issue 35: 0.9 × the Node tool (was 1.0)
         {"baseline_note": note},
         reference_ms=reference,
     )
@@ -837,9 +837,41 @@ WARM_KERNEL: list[tuple[str, str, str, dict[str, Any], list[Check]]] = [
         {"pattern": "zq_no_such_token_xj"},
         [Check("ratio", 0.05)],
     ),
+    # The per-query floor (issue 35): a selective literal, and the queries an indexed peer answered in
+    # 7-20 ms where the daemon took 16-44 (their published figures in the JSON, for comparison by hand).
+    (
+        "warm-grep-selective",
+        "warm: grep `alloc_chrdev_region`, a selective literal (98 matches)",
+        "grep",
+        {"pattern": "alloc_chrdev_region"},
+        [Check("ratio", 0.02)],
+    ),
+    (
+        "warm-floor-devm",
+        "warm: grep `EXPORT_SYMBOL_GPL\\(devm_\\w+\\)` (238 matches)",
+        "grep",
+        {"pattern": r"EXPORT_SYMBOL_GPL\(devm_\w+\)"},
+        [],
+    ),
+    ("warm-floor-spi-sync", "warm: grep `spi_sync` (420 matches)", "grep", {"pattern": "spi_sync"}, []),
+    (
+        "warm-floor-blk-mq",
+        "warm: grep `blk_mq_alloc_tag_set` (39 matches)",
+        "grep",
+        {"pattern": "blk_mq_alloc_tag_set"},
+        [],
+    ),
     ("warm-glob-c", "warm: glob `*.c`", "glob", {"pattern": "*.c"}, [Check("ratio", 0.3)]),
     ("warm-glob-makefile", "warm: glob `**/Makefile`", "glob", {"pattern": "**/Makefile"}, [Check("ratio", 0.2)]),
 ]
+# What issue 35 measured for these queries on this project's machine: the fastest indexed peer (tgrep, a warm
+# server) and this daemon then, in ms. Another run's figures: for reading beside this run's, not a ratio.
+PEER_MS = {
+    "warm-grep-selective": {"tgrep": 11.0, "dsh-search then": 30.3},
+    "warm-floor-devm": {"tgrep": 14.2, "dsh-search then": 43.6},
+    "warm-floor-spi-sync": {"tgrep": 16.1, "dsh-search then": 33.9},
+    "warm-floor-blk-mq": {"tgrep": 6.6, "dsh-search then": 17.7},
+}
 WARM_STATIC = {"pattern": "static", "path": "drivers/net/ethernet"}
 WARM_SCALE: list[tuple[str, str, str, dict[str, Any], float]] = [
     ("grep-literal", "grep a literal in 1 file in 100", "grep", {"pattern": corpus.SCALE_LITERAL}, 0.1),
@@ -1020,10 +1052,16 @@ def run_suite(b: Bench, warm: Daemon, plain: Daemon) -> list[Result]:
         Result(
             "suite-index-on",
             "suite",
-            f"{title}, index on: sum / p95 / worst query",
+            f"{title}, index on: sum / geometric mean / p95 / worst query",
             {"daemon, index on": sums["daemon, index on"], "rg": sums["rg"]},
             "rg",
-            [Check("ratio", 0.1), Check("p95_ratio", 0.3), Check("worst_ratio", 0.6)],
+            # issue 35's targets (issue 27's were 0.1, p95 0.3, worst 0.6)
+            [
+                Check("ratio", 0.06),
+                Check("geomean_ratio_on", 0.04),
+                Check("p95_ratio", 0.15),
+                Check("worst_ratio", 0.3),
+            ],
             figures,
         ),
         Result(
@@ -1107,6 +1145,8 @@ def run_warm_kernel(b: Bench) -> None:
             same = exact(daemon, plain, method, params)
             samplers = {"daemon, index on": daemon.sampler(method, params), "rg": rg_sampler(b.rg, argv, b.tree)}
             extra = {"params": params, "rg_argv": argv, "exact": same}
+            if wid in PEER_MS:
+                extra["issue_35_ms"] = PEER_MS[wid]
             done.append(Result(wid, "warm", title, interleave(samplers, b.rounds), "rg", checks, extra))
             b.add(done[-1])
         if b.wanted("warm-grep-static", "warm"):

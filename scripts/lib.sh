@@ -19,32 +19,37 @@ find_python() {
   echo "$python"
 }
 
-# The index's native part (daemon/dsh_search/index/grams.c), compiled into the library grams.py loads:
-# build_native host|windows FORCE. Host: _grams.so with $CC (cc); windows: _grams.dll with mingw-w64.
-# Plain C and the C library only, so any C compiler for the target will do; about 0.3 s.
-NATIVE_SRC="$ROOT/daemon/dsh_search/index/grams.c"
+# The native parts, each one C file compiled into the library beside it that its Python module loads
+# through ctypes: the index's (daemon/dsh_search/index/grams.c → _grams.so: trigram postings) and the
+# engine's (daemon/dsh_search/engine/native.c → _native.so: many files stat-ed in one call).
+# build_native host|windows FORCE. Host: .so with $CC (cc); windows: .dll with mingw-w64.
+# Plain C and the C library (POSIX for the engine's) only, so any C compiler for the target will do; ~0.5 s.
+NATIVE_SRCS=("$ROOT/daemon/dsh_search/index/grams.c" "$ROOT/daemon/dsh_search/engine/native.c")
 build_native() {
-  local target="$1" force="${2:-0}" cc out flags
+  local target="$1" force="${2:-0}" cc ext flags src out
   if [ "$target" = windows ]; then
     cc="${CC:-x86_64-w64-mingw32-gcc}"
-    out="$ROOT/daemon/dsh_search/index/_grams.dll"
+    ext=dll
     flags=(-static-libgcc)
   else
     cc="${CC:-cc}"
-    out="$ROOT/daemon/dsh_search/index/_grams.so"
+    ext=so
     flags=(-fPIC -fvisibility=hidden)
   fi
-  if [ "$force" = 0 ] && [ -f "$out" ] && [ "$out" -nt "$NATIVE_SRC" ]; then
-    return 0
-  fi
-  command -v "$cc" >/dev/null || { echo "scripts: no C compiler ($cc) for the index's native part" >&2; return 1; }
-  "$cc" -O2 -std=c99 -Wall -Wextra -Werror -shared -s "${flags[@]}" -o "$out.tmp" "$NATIVE_SRC"
-  mv "$out.tmp" "$out"
+  for src in "${NATIVE_SRCS[@]}"; do
+    out="$(dirname "$src")/_$(basename "$src" .c).$ext"
+    if [ "$force" = 0 ] && [ -f "$out" ] && [ "$out" -nt "$src" ]; then
+      continue
+    fi
+    command -v "$cc" >/dev/null || { echo "scripts: no C compiler ($cc) for the native parts" >&2; return 1; }
+    "$cc" -O2 -std=c99 -Wall -Wextra -Werror -shared -s "${flags[@]}" -o "$out.tmp" "$src"
+    mv "$out.tmp" "$out"
+  done
 }
 
 # The host library, when a compiler is there: without it the index works in pure Python (slowly).
 ensure_native() {
-  build_native host 0 || echo "scripts: the index builds without its native part (slow): install a C compiler" >&2
+  build_native host 0 || echo "scripts: the daemon runs without its native parts (slow): install a C compiler" >&2
 }
 
 # Create or refresh the venv from the hashed lock file (only when the lock changed).

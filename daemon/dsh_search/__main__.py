@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 from dsh_search import __version__
 from dsh_search.config import KEYS, ConfigError, Key, build, load_file, parse_flag_value
 from dsh_search.engine.paths import directory_name, same_directory
-from dsh_search.engine.sidecar import Ripgrep, SidecarError, is_frozen, locate, verify
+from dsh_search.engine.sidecar import Check, Ripgrep, SidecarError, is_frozen, locate
 
 EXIT_USAGE = 2
 EXIT_SIDECAR = 3
@@ -143,23 +143,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     for handler in logging.getLogger().handlers:  # stderr keeps --log-level when an MCP client asks for more
         handler.setLevel(logging.getLogger().level)
-    try:
-        rg: Ripgrep = verify(locate(getattr(args, "rg", None), os.environ), os.environ)
-    except SidecarError as err:
-        _fail(EXIT_SIDECAR, str(err))
+    # The sidecar's `--version` runs while the daemon reads its configuration and imports the server; its
+    # verdict is awaited before any other (a broken sidecar is exit status 3 whatever else is wrong) and
+    # before stdin is read (~2 ms of every start saved: the two overlap).
+    check = Check(locate(getattr(args, "rg", None), os.environ), os.environ)
+
+    def sidecar() -> Ripgrep:
+        try:
+            return check.result()
+        except SidecarError as err:
+            _fail(EXIT_SIDECAR, str(err))
+
     if args.version:
+        rg = sidecar()
         print(f"dsh-search {__version__}\n{rg.version_text} ({rg.path})")
         return 0
     try:
         config = build(_config_values(args))
     except ConfigError as err:
+        sidecar()
         _fail(EXIT_USAGE, str(err))
     # As a search's cwd: the directory the kernel finds under this name (a `..` after a symlink included).
     named = os.path.join(os.getcwd(), args.workdir) if args.workdir else os.getcwd()
     workdir = directory_name(named)
     if not same_directory(named, workdir):
+        sidecar()
         _fail(EXIT_USAGE, f"dsh-search: workdir {named} is not a directory")
     if args.check:
+        rg = sidecar()
         import orjson
 
         # As a session sees it: started in / without --workdir, a search with no absolute path is refused
@@ -180,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from dsh_search.wiring import serve
 
+    rg = sidecar()
     framing = None if args.framing == "auto" else args.framing
     return serve(config=config, rg=rg, workdir=workdir, framing=framing, workdir_given=args.workdir is not None)
 

@@ -18,13 +18,15 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from dsh_search import __version__, extraction, memory
+from dsh_search import __version__, extraction, memory, osdep
 from dsh_search.config import Config
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import EXTENDED
 from dsh_search.engine.ripgrep import Launcher, Limits, child_environment
 from dsh_search.engine.searcher import Searcher, Workers, walk_threads
 from dsh_search.engine.sidecar import Ripgrep, is_frozen
+from dsh_search.engine.source import FileSource
+from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.manager import IndexManager, ask_wait
 from dsh_search.methods import (
@@ -118,6 +120,11 @@ def assemble(
             version=__version__,
             ask_wait_s=ask_wait(config.timeout_ms),
         )
+    source: FileSource | None = index_manager
+    # A small tree's glob listed in process (index/glance.py): beside the pinned ripgrep, and where the index's
+    # spelling of paths is the platform's (POSIX; on Windows, where the index is off, ripgrep lists).
+    if rg.listing_known and osdep.index_unavailable_reason() is None:
+        source = Glancing(index_manager)
     spill = SpillStore(
         config.spill_dir,
         max_bytes=config.spill_max_bytes,
@@ -131,7 +138,7 @@ def assemble(
         deny_globs=DenyGlobs(config.deny_globs),
         workers=Workers.start(),
         walk_threads=walk_threads(),
-        source=index_manager,
+        source=source,
     )
     terminals = Terminals(
         config.scrollback_lines,

@@ -447,6 +447,7 @@ def test_spill_read_escapes(start: MakeDaemon, tmp_path: Path, spill_root: Path)
     d = start("--glob-max-results", "1")
     locator = d.result("glob", {"pattern": "*", "cwd": str(root)})["spill"]["locator"]
     session = os.path.dirname(locator)
+    assert os.path.isabs(session), locator  # the link goes into the spill store, nowhere else
     outside = tmp_path / "secret.txt"
     outside.write_text("secret")
     os.symlink(outside, os.path.join(session, "0123456789ab-link.txt"))

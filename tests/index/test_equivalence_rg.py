@@ -51,6 +51,7 @@ from dsh_search.engine.ripgrep import Launcher, Limits
 from dsh_search.engine.scope import Scope
 from dsh_search.engine.searcher import Searcher, Workers
 from dsh_search.index import builder, reading, shards
+from dsh_search.index.glance import Glancing
 from dsh_search.index.lister import GrepLister
 from dsh_search.index.manager import IndexManager
 from dsh_search.index.peers import Owner, OwnerLock
@@ -309,8 +310,8 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "chmod-dir" and directory and (root / directory).is_dir():
         # As a user other than root: a directory's mode hides what is in it (and a later mode shows it).
         (root / directory).chmod(data.draw(st.sampled_from([0o000, 0o300, 0o500, 0o755])))
-    elif kind == "git":
-        (root / directory / ".git").mkdir(parents=True, exist_ok=True)
+    elif kind == "git" and not os.path.lexists(root / directory / ".git"):  # (a `.git` link may dangle)
+        (root / directory / ".git").mkdir(parents=True)
     elif kind == "ungit" and (root / directory / ".git").is_dir():
         _remove(root / directory / ".git")
     elif kind == "exclude":
@@ -438,10 +439,12 @@ def _edit(root: Path, data: st.DataObject) -> str:
     elif kind == "root-move":
         away = base / "away"
         root.rename(away)
-        for victim in sorted(p for p in away.rglob("*.c") if p.is_file())[:3]:
-            victim.unlink()  # while it is elsewhere
-        (away / "while-away.c").write_bytes(b"SUSPEND while away\n")
-        away.rename(root)
+        try:
+            for victim in sorted(p for p in away.rglob("*.c") if p.is_file() and not os.path.ismount(p))[:3]:
+                victim.unlink()  # while it is elsewhere (a file bind-mounted there cannot be: EBUSY)
+            (away / "while-away.c").write_bytes(b"SUSPEND while away\n")
+        finally:  # the root comes back whatever failed while it was away
+            away.rename(root)
     elif kind == "root-recreate":
         _unmount_under(root)
         remove_tree(root)
@@ -553,7 +556,7 @@ def _unmount_under(path: Path) -> None:
 
 
 TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
-TALLY.update(guest_calls=0, guest_asked=0, guest_answered=0)
+TALLY.update(guest_calls=0, guest_asked=0, guest_answered=0, globs=0, glanced=0)
 
 # How a guest's environment differs from the owner's ({"PATH", "HOME": <index dir>}), and whether their
 # views of the files are then the same (the guest asks the owner) or not (it walks).
@@ -639,6 +642,11 @@ class Pair:
             pool,
             2,
             source=self.counting,
+        )
+        # And glob without an index: small trees listed in process (index/glance.py), the rest by ripgrep.
+        self.glancing = Glancing(None)
+        self.glanced = Searcher(
+            cfg, Launcher(rg, env, limits), FakeSpill(), DenyGlobs(cfg.deny_globs), pool, 2, source=self.glancing
         )
 
     def restart(self, meanwhile: Callable[[], None]) -> None:
@@ -764,6 +772,11 @@ async def compare(pair: Pair, root: Path, data: st.DataObject) -> None:
                 print("DEBUG index answered", got, "\nDEBUG the walk answered", expected)
             assert got == expected, (call, history)
             TALLY["calls"] += 1
+            if isinstance(call, GlobQuery):
+                listed = pair.glancing.listed
+                assert await run(pair.glanced, root, call) == expected, ("glance", call, history)
+                TALLY["globs"] += 1
+                TALLY["glanced"] += pair.glancing.listed - listed
             if pair.guest is not None:  # the guest's answers are its own walk's, whatever the owner's view
                 guest = pair.guest
                 before = sum(guest.manager.answered.values())
@@ -928,6 +941,8 @@ def _the_index_answered_a_fair_share() -> Iterator[None]:
         # Right after an edit that puts a part or all in doubt (a root moved, rules changed) searches walk
         # until the background has caught up; the calls here come at once, so a share of them walk.
         assert TALLY["answered"] >= TALLY["calls"] // 6, TALLY
+    if TALLY["globs"] >= 20:  # and the glance listed most small trees itself
+        assert TALLY["glanced"] >= TALLY["globs"] // 3, TALLY
     if TALLY["guest_asked"] >= 20:  # a guest with the owner's view is answered by it, often
         assert TALLY["guest_answered"] >= TALLY["guest_asked"] // 6, TALLY
 

@@ -83,6 +83,40 @@ def test_both_and_either_are_set_operations(pure: object, a: set[int], b: set[in
     assert [x[i] for i in where] == sorted(a & b)
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(lists=st.lists(st.sets(st.integers(1, 3000), min_size=1), min_size=1, max_size=5))
+def test_a_lookups_and_reads_encoded_lists_as_their_intersection(pure: object, lists: list[set[int]]) -> None:
+    """`all_of` (one native call for a lookup's AND) and `both_encoded` give what decoding every list and
+    intersecting them gives, however far each list had to be read."""
+    encoded = [(grams.encode(sorted(docs)), len(docs)) for docs in sorted(lists, key=len)]
+    expected = sorted(set.intersection(*lists))
+    for module in (grams, pure):
+        assert list(module.all_of(encoded, 1, 3000)) == expected  # type: ignore[attr-defined]
+        first = module.decode(*encoded[0], 1, 3000)  # type: ignore[attr-defined]
+        for data, count in encoded[1:]:
+            first = module.both_encoded(first, data, count, 1, 3000)  # type: ignore[attr-defined]
+        assert list(first) == expected
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=st.binary(max_size=64), count=st.integers(0, 70), lo=st.integers(0, 300), span=st.integers(0, 300))
+def test_a_damaged_list_is_refused_in_a_lookup_and_never_read_past(
+    pure: object, data: bytes, count: int, lo: int, span: int
+) -> None:
+    """A list read only as far as the AND needs: what it says then is what decoding says, or a refusal;
+    the pure reading (which decodes it whole) refuses whatever the native one refuses, and more."""
+    docs = array("I", range(max(1, lo), lo + span + 1))
+    try:
+        native = list(grams.both_encoded(docs, data, count, lo, lo + span))
+    except grams.Invalid:
+        native = None
+    try:
+        whole = list(pure.both_encoded(docs, data, count, lo, lo + span))  # type: ignore[attr-defined]
+    except pure.Invalid:  # type: ignore[attr-defined]
+        whole = None
+    assert whole is None or native == whole
+
+
 @settings(max_examples=examples(30), deadline=None)
 @given(segments=st.lists(st.lists(document, min_size=1, max_size=6), min_size=1, max_size=4), data=st.data())
 def test_a_merge_is_the_postings_of_every_live_document(

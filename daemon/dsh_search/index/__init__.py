@@ -30,6 +30,7 @@ contracts in pyproject.toml check it):
 | `freshness.py` | what changed since indexed, what is in doubt and why (events, checks) | SQLite, ripgrep runs |
 | `answers.py` | answers spelled as ripgrep prints them | choosing candidates |
 | `planner.py` | every gate of the answer-or-walk decision, each "no" a reason (status.Walk) | storage, spelling |
+| `glance.py` | a small tree's glob listed in process when no index answers (a `FileSource`) | index state |
 | `workspace.py` | one workspace's life: build, drain, catch up, answer | thresholds, formats |
 | `manager.py` | which workspace, when to build, retries, status (the engine's `FileSource`) | index internals |
 

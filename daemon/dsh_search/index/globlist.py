@@ -259,6 +259,22 @@ class Matcher:
     def matches(self, path: bytes) -> bool:
         return path.startswith(self.start) and self._path.fullmatch(path, self.cut) is not None
 
+    def take(self, paths: list[bytes]) -> list[bytes]:
+        """Those of `paths`, every one under the search's root, that the glob matches: for the common
+        shapes (`*`, `*lit`, `lit` at any depth) without a regex per path."""
+        shape = _shape(self._path.pattern)
+        cut = self.cut
+        if shape is None:
+            full = self._path.fullmatch
+            return [p for p in paths if full(p, cut) is not None]
+        kind, literal = shape
+        if kind == ALL:
+            return [p for p in paths if len(p) > cut]
+        n = len(literal)
+        if kind == SUFFIX:
+            return [p for p in paths if p.endswith(literal) and len(p) - cut >= n]
+        return [p for p in paths if p.endswith(literal) and (len(p) - cut == n or p[-n - 1] == 0x2F)]  # NAME
+
     def select(self, blob: bytes) -> list[bytes]:
         """The matching entries of a NUL-separated blob (starting and ending with a NUL), in order."""
         if self._shape is not None:

@@ -24,7 +24,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #endif
 
-#define ABI 1
+#define ABI 2
 
 EXPORT int32_t dg_abi(void) { return ABI; }
 
@@ -457,6 +457,51 @@ EXPORT int dg_decode(const uint8_t *buf, size_t len, uint32_t count, uint32_t lo
         out[i] = doc;
     }
     return pos == len ? 0 : -1;
+}
+
+/* The documents of the sorted a[0..na) that the encoded list buf[0..len) of `count` documents in
+   [lo, hi] holds too, written to out (which may be `a` itself: it is written behind where it is read);
+   their number, or -1 when the part of the list read is not one a writer writes. A lookup's AND: the
+   list is read once, without being decoded into memory, and only up to a's last document. */
+EXPORT int64_t dg_and_encoded(const uint32_t *a, size_t na, const uint8_t *buf, size_t len, uint32_t count,
+                              uint32_t lo, uint32_t hi, uint32_t *out) {
+    size_t pos = 0, i = 0, n = 0;
+    uint32_t doc = 0;
+    if (!na) return 0;
+    for (uint32_t c = 0; c < count; c++) {
+        uint32_t delta;
+        if (pos < len && buf[pos] < 0x80) { /* the common case: a gap below 128 */
+            delta = buf[pos++];
+        } else if (!get_varint(buf, len, &pos, &delta)) {
+            return -1;
+        }
+        if (delta == 0 || delta > UINT32_MAX - doc) return -1;
+        doc += delta;
+        if (doc < lo || doc > hi) return -1;
+        while (a[i] < doc)
+            if (++i == na) return (int64_t)n;
+        if (a[i] == doc) {
+            out[n++] = doc;
+            if (++i == na) return (int64_t)n;
+        }
+    }
+    return pos == len ? (int64_t)n : -1;
+}
+
+/* The documents that all k encoded lists hold: list i is bufs[i][0..lens[i]) of counts[i] documents in
+   [lo, hi], the shortest first (its count is out's capacity). The first is decoded into out, each next
+   one read against what is left (dg_and_encoded), and reading stops once nothing is. The number of
+   documents in out, or -1 when a list (as far as it was read) is not one a writer writes. */
+EXPORT int64_t dg_all_of(size_t k, const uint8_t *const *bufs, const uint64_t *lens, const uint32_t *counts,
+                         uint32_t lo, uint32_t hi, uint32_t *out) {
+    if (!k) return 0;
+    if (dg_decode(bufs[0], lens[0], counts[0], lo, hi, out) != 0) return -1;
+    int64_t n = counts[0];
+    for (size_t i = 1; i < k && n > 0; i++) {
+        n = dg_and_encoded(out, (size_t)n, bufs[i], lens[i], counts[i], lo, hi, out);
+        if (n < 0) return -1;
+    }
+    return n;
 }
 
 /* The documents in both sorted lists (galloping through the longer one when the other is much shorter). */

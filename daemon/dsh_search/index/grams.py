@@ -31,7 +31,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator
 
-ABI = 1
+ABI = 2
 LIBRARY = "_grams.dll" if sys.platform == "win32" else "_grams.so"
 
 U32 = ctypes.POINTER(ctypes.c_uint32)
@@ -66,6 +66,14 @@ def _load() -> ctypes.CDLL | None:
         "dg_release": (None, [vp]),
         "dg_decode": (ctypes.c_int, [u8p, sz, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, vp]),
         "dg_and": (sz, [vp, sz, vp, sz, vp]),
+        "dg_all_of": (
+            ctypes.c_int64,
+            [sz, vp, vp, vp, ctypes.c_uint32, ctypes.c_uint32, vp],
+        ),
+        "dg_and_encoded": (
+            ctypes.c_int64,
+            [vp, sz, u8p, sz, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, vp],
+        ),
         "dg_or": (sz, [vp, sz, vp, sz, vp]),
         "dg_positions": (None, [vp, sz, vp, sz, vp]),
         "dg_merge": (
@@ -171,6 +179,51 @@ def both(a: array[int], b: array[int]) -> array[int]:
         return array("I", [d for d in a if d in other])
     out = _zeros("I", min(len(a), len(b)))
     n = _lib.dg_and(_addr(a), len(a), _addr(b), len(b), _addr(out))
+    del out[n:]
+    return out
+
+
+def both_encoded(a: array[int], data: bytes, count: int, lo: int, hi: int) -> array[int]:
+    """The documents of the sorted list `a` that the encoded list `data` (`count` documents in [lo, hi])
+    holds too; Invalid when the part of `data` read is not as a writer writes it (the list is read only
+    as far as `a` reaches, and never decoded into memory)."""
+    if _lib is None:
+        return both(a, _decode_py(data, count, lo, hi))
+    if count > len(data):  # every document takes a byte at least
+        raise Invalid("a posting list is shorter than its count")
+    out = _zeros("I", len(a))
+    n = _lib.dg_and_encoded(_addr(a), len(a), data, len(data), count, lo, hi, _addr(out))
+    if n < 0:
+        raise Invalid("a posting list is not as a writer writes it")
+    del out[n:]
+    return out
+
+
+def all_of(lists: list[tuple[bytes, int]], lo: int, hi: int) -> array[int]:
+    """The documents every one of the encoded `lists` ((data, count), shortest first) holds, each list's
+    documents in [lo, hi]: one native call for the whole AND (the GIL released throughout), reading each
+    list only as far as what is left reaches. Invalid when a list, as far as it is read, is not as a
+    writer writes it."""
+    if not lists:
+        return array("I")
+    if _lib is None or len(lists) == 1:
+        result = decode(lists[0][0], lists[0][1], lo, hi)
+        for data, count in lists[1:]:
+            if not result:
+                break
+            result = both_encoded(result, data, count, lo, hi)
+        return result
+    for data, count in lists:
+        if count > len(data):  # every document takes a byte at least
+            raise Invalid("a posting list is shorter than its count")
+    k = len(lists)
+    bufs = (ctypes.c_char_p * k)(*(data for data, _ in lists))
+    lens = array("Q", [len(data) for data, _ in lists])
+    counts = array("I", [count for _, count in lists])
+    out = _zeros("I", lists[0][1])
+    n = _lib.dg_all_of(k, bufs, _addr(lens), _addr(counts), lo, hi, _addr(out))
+    if n < 0:
+        raise Invalid("a posting list is not as a writer writes it")
     del out[n:]
     return out
 

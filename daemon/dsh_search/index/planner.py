@@ -198,7 +198,8 @@ class Planner:
 
     def _plan(self, shards: list[Shard], query: Query) -> Plan | None:
         """The lookup for `query`, its literals' rarest trigrams chosen by their document counts; None
-        when the pattern constrains nothing. Runs on a thread (it asks the shards)."""
+        when the pattern constrains nothing. Runs on a thread when a count is not cached (it asks the
+        shards, which may read a segment's tables the first time)."""
         frequencies = self._frequencies
 
         def frequency(gram: str) -> int:
@@ -213,6 +214,25 @@ class Planner:
             return NO_FILE
         planned = plan(query, frequency)
         return planned if planned.need is not None else None
+
+    def _plan_cached(self, query: Query) -> tuple[bool, Plan | None]:
+        """The same from the cached counts alone, on the event loop (a thread's hand-off and back costs
+        more than the plan): (False, None) when a count is not cached."""
+        frequencies = self._frequencies
+
+        def frequency(gram: str) -> int:
+            count = frequencies.get(gram)
+            if count is None:
+                raise _Uncached
+            return count
+
+        if query is NONE:
+            return True, NO_FILE
+        try:
+            planned = plan(query, frequency)
+        except _Uncached:
+            return False, None
+        return True, (planned if planned.need is not None else None)
 
     async def choose(
         self,
@@ -233,13 +253,16 @@ class Planner:
         if len(changed) > MAX_CHANGED_READ:
             return Walk.TOO_MANY_CHANGED
         low, high = prefix_range(under)
-        planned = await asyncio.to_thread(self._plan, shards, grep.query)
+        known, planned = self._plan_cached(grep.query)
+        if not known:
+            planned = await asyncio.to_thread(self._plan, shards, grep.query)
         limit = int(MAX_CANDIDATE_SHARE * grep_files) + 1  # no lookup reads past this many of one shard
         if planned is None:
             return Walk.NO_LITERALS
         if planned.estimate > limit:
             return Walk.TOO_COMMON  # even the rarest trigram is in too many files: decided without a lookup
         whole = under == b""
+        # One thread per shard: the native AND runs without the GIL, so the shards' lookups overlap.
         parts = await asyncio.gather(
             *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole, limit) for shard in shards)
         )
@@ -250,8 +273,10 @@ class Planner:
         members = set().union(*(part.members for part in parts))
         members |= {p for p in changed if p in fresh.grep_new}
         chosen = {p: kind for p, kind in found if p not in fresh.changed and p not in fresh.linked}
-        for p, kind in await asyncio.to_thread(judged, fresh.root, [p for p in changed if p in members], grep.query):
-            chosen[p] = kind
+        to_judge = [p for p in changed if p in members]
+        if to_judge:
+            for p, kind in await asyncio.to_thread(judged, fresh.root, to_judge, grep.query):
+                chosen[p] = kind
         if total and len(chosen) > MAX_CANDIDATE_SHARE * total:
             return Walk.TOO_MANY_CANDIDATES
         include = Matcher(root.prefix, b"", grep.include) if grep.include is not None else None
@@ -273,6 +298,10 @@ class Planner:
             if not await asyncio.to_thread(any_searched):
                 return Walk.NO_FILE_SEARCHED
         return files
+
+
+class _Uncached(Exception):
+    """A trigram's document count is not cached: the plan is made on a thread."""
 
 
 class _Part(NamedTuple):

@@ -35,11 +35,8 @@ shards.py's.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
-import shutil
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -56,6 +53,9 @@ TRUST_VERSION = 1
 
 def workspace_key(real_root: str) -> str:
     """The index directory's name for a workspace: its real path's digest, and its name for people."""
+    import hashlib  # here: the manager names the directory at the first search; hashlib's import (six
+    # extension modules without _hashlib, which the build leaves out) is not the start's to pay
+
     digest = hashlib.sha256(os.fsencode(real_root)).hexdigest()[:16]
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(real_root))[:40]
     return f"{digest}-{name or 'root'}"
@@ -153,6 +153,8 @@ class ShardSet:
         self._record()
 
     def _read_trust(self) -> dict[str, list[int]]:
+        import json  # here and below: a set is opened after the start, which need not import it
+
         try:
             with open(os.path.join(self.directory, TRUST), "rb") as f:
                 data = json.loads(f.read(1 << 20))
@@ -169,6 +171,8 @@ class ShardSet:
 
     def _record(self, _shard: Shard | None = None) -> None:
         """Write down how this daemon leaves the shards' database files (after every write)."""
+        import json
+
         from dsh_search.index.shards import file_state
 
         with self._trust_lock:
@@ -299,6 +303,8 @@ def _path_identity(path: str) -> tuple[int, int] | None:
 
 
 def _remove_tree(directory: str) -> None:
+    import shutil
+
     shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -289,6 +289,21 @@ class Segment:
         except grams.Invalid as exc:
             raise Corrupt(f"{self.path}: {exc}") from None
 
+    def all_of(self, places: list[int]) -> array[int]:
+        """The documents every one of these trigrams (the directory's places, the rarest first) holds: a
+        lookup's AND, in one native call that reads each list only as far as what is left reaches."""
+        lists = []
+        for i in places:
+            start, end = self.offsets[i], self.offsets[i + 1]
+            data = self._pread(end - start, start)
+            if len(data) != end - start:
+                raise Corrupt(f"{self.path}: shorter than its directory")
+            lists.append((data, self.counts[i]))
+        try:
+            return grams.all_of(lists, self.lo, self.hi)
+        except grams.Invalid as exc:
+            raise Corrupt(f"{self.path}: {exc}") from None
+
     def range(self, start: int, end: int) -> bytes:
         """Bytes [start, end) of the file (the postings of consecutive trigrams, for a merge)."""
         data = self._pread(end - start, start)
@@ -788,12 +803,7 @@ def _all_of(segment: Segment, windows: list[int]) -> array[int] | None:
             return array("I")
         places.append((segment.counts[i], i))
     places.sort()
-    result = segment.documents(places[0][1])
-    for _count, i in places[1:]:
-        if not result:
-            break
-        result = grams.both(result, segment.documents(i))
-    return result
+    return segment.all_of([i for _count, i in places])
 
 
 def _still(segments: list[Segment]) -> None:

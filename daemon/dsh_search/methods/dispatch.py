@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -169,6 +170,11 @@ class Dispatcher:
                 await roots.settled(ctx)
             invocation = Invocation(target, reporter.tally if reporter is not None else None)
             request = Request(target.name, [invocation], NOID if call.is_notification else call.id)
+            known = self._registered.get(target.name)
+            if known is not None and "__signature__" not in known.__dict__:
+                # jsonrpcserver checks every call's arguments against the method's signature, which
+                # inspect works out afresh each time for a partial (~0.1 ms a call): once is enough.
+                known.__signature__ = inspect.signature(known)  # type: ignore[attr-defined]
             _, outcome = await dispatch_request(self._registered, ctx, request)
         finally:
             if reporter is not None:

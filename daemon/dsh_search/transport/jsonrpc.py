@@ -12,7 +12,6 @@ reach the dispatcher. JSON goes through orjson.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
 import orjson
@@ -123,6 +122,8 @@ def parse(body: bytes) -> Incoming | EnvelopeError:
     except orjson.JSONDecodeError as exc:
         # orjson refuses lone surrogate escapes ("\ud83d"), which JSON allows and which a host that
         # cuts a UTF-16 string between two chunks produces; the stdlib parser accepts them.
+        import json  # the stdlib's parser only for what orjson refuses: not imported at every start
+
         try:
             value = json.loads(body, parse_constant=_not_json)
         except (ValueError, RecursionError):
@@ -151,6 +152,8 @@ def dumps(message: Any) -> bytes:
     except TypeError:
         # orjson refuses integers beyond 64 bits (an id a client may echo) and lone surrogates; the
         # stdlib writes both (ASCII-escaped, so the bytes stay valid UTF-8).
+        import json
+
         return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
 
 

@@ -169,7 +169,7 @@ async def _lines(
     if standard.reads_standard_output(searcher.config):
         try:
             files, result = await standard.StandardRun(searcher, query, where, tally).run(
-                argv.search(query, argv.STANDARD, deny, chosen)
+                argv.search(query, argv.STANDARD, deny, chosen, threads=searcher.walk_threads + 1)
             )
         except standard.Unsure as why:  # ripgrep searched; --json must say what it found
             log.debug("grep: reading ripgrep's --json instead of its standard output: %s", why)
@@ -177,7 +177,9 @@ async def _lines(
                 tally.items = tally.files = 0
         else:
             return _allowed(files, where), result
-    files, result = await json.run(searcher, argv.search(query, argv.JSON, deny, chosen), where, tally)
+    files, result = await json.run(
+        searcher, argv.search(query, argv.JSON, deny, chosen, threads=searcher.walk_threads + 1), where, tally
+    )
     return _allowed(files, where), result
 
 
@@ -188,7 +190,7 @@ async def _blocks(
     cwd, cap = where.cwd, searcher.config.grep_max_line_bytes
     blocks, result = await json.run(
         searcher,
-        argv.search(query, argv.JSON, searcher.deny_globs, chosen),
+        argv.search(query, argv.JSON, searcher.deny_globs, chosen, threads=searcher.walk_threads + 1),
         where,
         tally,
         parse=lambda blob: json_parse.parse_blocks(blob, cwd, cap),
@@ -205,7 +207,7 @@ async def _listing(
     printer = argv.LISTINGS[query.output_mode]
     listed, result = await listing.run(
         searcher,
-        argv.search(query, printer, searcher.deny_globs, chosen),
+        argv.search(query, printer, searcher.deny_globs, chosen, threads=searcher.walk_threads + 1),
         where,
         tally,
         query.output_mode == OutputMode.COUNT,

@@ -37,7 +37,12 @@ def winpath(path: Path | str) -> str:
 
 
 def run_wine(
-    argv: Sequence[str], *, timeout: float = 120, env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin_pipe: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
     """`wine argv…` with piped standard streams, read until the program exits, not until the pipes close.
 
@@ -46,12 +51,17 @@ def run_wine(
     end of file that never comes (a green leg once failed so). What the program wrote is in the pipes when
     it exits, so its output is read until then and the pipes drained; nothing waits on the holders.
     scripts/test boots the system once with /dev/null streams and keeps it up, so this is the second line.
+
+    stdin is the null device, or with `stdin_pipe` a pipe closed at once (an end of input): ripgrep given
+    no path searches a piped stdin, so a pipe would make it search nothing instead of the directory.
     """
     proc = subprocess.Popen(
-        ["wine", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd
+        ["wine", *argv], stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd,
     )  # fmt: skip
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.close()
+    assert proc.stdout is not None and proc.stderr is not None
+    if proc.stdin is not None:
+        proc.stdin.close()
     chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:

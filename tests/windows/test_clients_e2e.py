@@ -23,7 +23,8 @@ def test_go_client_on_windows(exe: Path, slow_corpus: Path, tmp_path: Path) -> N
     go_run(go, windows, ["test", "-c", "-o", str(binary), "."], CLIENT, timeout=600)
     done = as_text(run_wine(
         [str(binary), "-test.count=1", "-test.v"],
-        env={**os.environ, "DSH_SEARCH_EXE": winpath(exe), "DSH_SLOW_CORPUS": winpath(slow_corpus)}, timeout=600,
+        env={**os.environ, "DSH_SEARCH_EXE": winpath(exe), "DSH_SLOW_CORPUS": winpath(slow_corpus)},
+        timeout=600, stdin_pipe=True,
     ))  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == 0, output

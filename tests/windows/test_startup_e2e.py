@@ -16,7 +16,7 @@ from tests.windows.conftest import run_wine, winpath
 
 def run(exe: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     # Pipes for every std handle (Windows python.exe under wine dies when one is a regular file).
-    return run_wine([str(exe), *args], timeout=60)
+    return run_wine([str(exe), *args], timeout=60, stdin_pipe=True)
 
 
 def test_version_prints_both_versions(exe: Path) -> None:

@@ -57,7 +57,8 @@ def test_the_wheel_is_tagged_and_holds_both_executables(win_wheel: Path) -> None
 def test_the_installed_command_prints_both_versions(installed: Path) -> None:
     command = installed / "bin" / "dsh-search.exe"  # pip's launcher for the console script
     assert command.is_file(), sorted(p.name for p in (installed / "bin").iterdir())
-    done = as_text(run_wine([str(command), "--version"], env={**os.environ, "PYTHONPATH": winpath(installed)}))
+    environ = {**os.environ, "PYTHONPATH": winpath(installed)}
+    done = as_text(run_wine([str(command), "--version"], env=environ, stdin_pipe=True))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     bundled = winpath(installed / "dsh_search_bin" / "bin" / "dsh-search-rg.exe")

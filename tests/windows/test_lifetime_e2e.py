@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +21,12 @@ import pytest
 
 from dsh_search.extraction import MIN_AGE_S
 from tests.support.daemon import Daemon, text_of
+from tests.support.locations import ROOT
 from tests.support.processes import processes_named, wait_until
 from tests.support.trees import SLOW_PATTERN
-from tests.windows.conftest import console_event
+from tests.windows.conftest import HERE, console_event, winpath
+
+DAEMON = ROOT / "daemon"
 
 GRACE_MS = 2000
 BOUND_S = GRACE_MS / 1000 + 1.0  # the promise: every way out ends within graceMs + 1 s
@@ -157,3 +161,26 @@ def test_a_terminated_daemon_leaves_nothing_its_launcher_or_the_next_start_does_
     scene.gone_within(BOUND_S)  # its rg.exe ended with its Job Object
     d.proc.wait(timeout=5)
     scene.sweep()
+
+
+def test_a_daemon_killed_between_a_childs_creation_and_its_job_leaves_no_child(tmp_path: Path) -> None:
+    """The daemon's own job holds a child from its creation: killed before the child's job is made (the
+    child still suspended), the daemon leaves nothing."""
+    marker = f"dsh-suspended-{os.getpid()}-{tmp_path.name}"
+    python = os.environ["DSH_WIN_PYTHON"]
+    holder = subprocess.Popen(
+        ["wine", python, winpath(HERE / "spawn_suspended.py"), winpath(DAEMON), python, "-c", f"# {marker}"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip().isdigit()
+        child = lambda: processes_named(marker, without="spawn_suspended.py")  # noqa: E731
+        assert wait_until(lambda: bool(child()), timeout=20), "the child was never created"
+        os.kill(holder.pid, signal.SIGKILL)  # TerminateProcess, as the Windows side sees it
+        assert wait_until(lambda: not child(), timeout=BOUND_S), child()
+    finally:
+        holder.kill()
+        holder.wait()
+        for pid in processes_named(marker):
+            os.kill(pid, signal.SIGKILL)

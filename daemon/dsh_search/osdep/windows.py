@@ -95,6 +95,7 @@ _SYNCHRONIZE = 0x00100000
 _PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
 _STILL_ACTIVE = 259
 _STATUS_STACK_BUFFER_OVERRUN = 0xC0000409  # Rust's abort (__fastfail)
+_CURRENT_PROCESS = wintypes.HANDLE(-1)  # GetCurrentProcess()'s pseudo-handle
 _CTRL_CLOSE_EVENT, _CTRL_LOGOFF_EVENT, _CTRL_SHUTDOWN_EVENT = 2, 5, 6
 _EVENT_NAMES = {0: "Ctrl-C", 1: "Ctrl-Break", 2: "console closed", 5: "log-off", 6: "shutdown"}
 _ERROR_ACCESS_DENIED = 5
@@ -169,9 +170,37 @@ _kernel32.SetConsoleCtrlHandler.argtypes = [_HANDLER, wintypes.BOOL]
 def spawn_options() -> dict[str, Any]:
     """Popen's arguments for a child at the root of a tree of its own: a new console process group (a
     Ctrl-C typed at the console is the daemon's to handle, not rg's), no handles but its std ones, and
-    suspended: `Tree.adopt` puts it in its Job Object before it runs a single instruction, so a daemon
-    killed at any instant leaves no child outside a job that dies with it."""
+    suspended: `Tree.adopt` puts it in its Job Object before it runs a single instruction. Between its
+    creation and that, it is already in the daemon's own job (`_join_own_job`), so a daemon killed at any
+    instant leaves no child behind, not even a suspended one."""
+    _join_own_job()
     return {"creationflags": _CREATE_NEW_PROCESS_GROUP | _CREATE_SUSPENDED, "close_fds": True}
+
+
+_OWN_JOB: list[int | None] = []  # the daemon's own job, once tried (None: it could not be made or joined)
+
+
+def _join_own_job() -> None:
+    """Put the daemon in a Job Object of its own with kill-on-close, once, before its first child.
+
+    A child is in its creator's job from its creation, and each search's job is nested in this one. The
+    handle is never closed: the daemon's end closes it, and kill-on-close then ends whatever the daemon
+    started — even a child created suspended whose own job it did not live to make (a suspended process
+    outside any job would otherwise stay for ever). Where the daemon cannot join (a host's job that allows
+    no nesting), each child's own job still holds it once made."""
+    if _OWN_JOB:
+        return
+    job = _kernel32.CreateJobObjectW(None, None)
+    if job:
+        info = _ExtendedLimits()
+        info.BasicLimitInformation.LimitFlags = _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        joined = _kernel32.SetInformationJobObject(
+            job, _JOB_EXTENDED_LIMIT_INFORMATION, ctypes.byref(info), ctypes.sizeof(info)
+        ) and _kernel32.AssignProcessToJobObject(job, _CURRENT_PROCESS)
+        if not joined:
+            _kernel32.CloseHandle(job)
+            job = None
+    _OWN_JOB.append(job or None)
 
 
 class Tree:

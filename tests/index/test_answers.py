@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from dsh_search.index.answers import ARGV_RESERVE, _argv_budget
+from dsh_search.osdep.posix import ARGV_RESERVE
+from dsh_search.osdep.posix import argv_names_budget as _argv_budget
 
 
 def names_of(total: int) -> list[bytes]:

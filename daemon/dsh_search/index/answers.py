@@ -16,33 +16,16 @@ import stat
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from dsh_search import osdep
 from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.source import GlobFiles, GrepFiles
 from dsh_search.index.files import TEXT
 from dsh_search.index.globlist import Matcher
 
-ARGV_RESERVE = 384 << 10  # for the rest of ripgrep's command line: flags, deny globs, the pattern (≤ 128 KiB)
-
-
-def _argv_budget(environ: dict[bytes, bytes] | None = None) -> int:
-    """Bytes of file names ripgrep's command line may carry: what execve takes (ARG_MAX counts the
-    strings of argv and of the environment, and their pointers), less this process's environment (the
-    child's is a scrubbed copy of it, never bigger) and a reserve for the rest of the command line.
-    Naming a third more files than half of ARG_MAX would allow is what lets the index answer greps of
-    words in a third of the kernel's files (`file`: 26,000 names) instead of deciding to walk late."""
-    environ = dict(os.environb) if environ is None else environ
-    try:
-        arg_max = os.sysconf("SC_ARG_MAX")
-    except (ValueError, OSError):
-        arg_max = -1
-    if arg_max <= 0:
-        return 512 << 10
-    environment = sum(len(name) + len(value) + 2 + 8 for name, value in environ.items())  # `=`, NUL, pointer
-    return max(256 << 10, arg_max - environment - ARGV_RESERVE)
-
-
-MAX_ARGV_BYTES = _argv_budget()  # files named on ripgrep's command line: names, their NULs and pointers
+# Naming a third more files than half of ARG_MAX would allow is what lets the index answer greps of words
+# in a third of the kernel's files (`file`: 26,000 names) instead of deciding to walk late.
+MAX_ARGV_BYTES = osdep.argv_names_budget()  # files named on ripgrep's command line: names, their NULs and pointers
 MAX_WALKED_DIRS = 16  # directories walked to for files that hold a NUL; past it, walk everything
 
 

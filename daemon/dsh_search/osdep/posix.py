@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
+    "ARGV_RESERVE",
     "NULL_DEVICE",
     "O_CLOEXEC",
     "O_NONBLOCK",
@@ -32,6 +33,7 @@ __all__ = [
     "ExtractionLock",
     "Tree",
     "aborted",
+    "argv_names_budget",
     "blocking",
     "cache_home",
     "extraction_suffix_ok",
@@ -617,3 +619,24 @@ def glibc() -> Any:
             libc.mallopt(_M_ARENA_MAX, 2)  # later threads share arenas instead of adding some
             return libc
     return None
+
+
+# --- ripgrep's command line --------------------------------------------------------------------------------
+
+ARGV_RESERVE = 384 << 10  # for the rest of ripgrep's command line: flags, deny globs, the pattern (≤ 128 KiB)
+
+
+def argv_names_budget(environ: dict[bytes, bytes] | None = None) -> int:
+    """Bytes of file names ripgrep's command line may carry (each name counted with its NUL and its
+    pointer, +9): what execve takes (ARG_MAX counts the strings of argv and of the environment, and their
+    pointers), less this process's environment (the child's is a scrubbed copy of it, never bigger) and a
+    reserve for the rest of the command line."""
+    environ = dict(os.environb) if environ is None else environ
+    try:
+        arg_max = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):
+        arg_max = -1
+    if arg_max <= 0:
+        return 512 << 10
+    environment = sum(len(name) + len(value) + 2 + 8 for name, value in environ.items())  # `=`, NUL, pointer
+    return max(256 << 10, arg_max - environment - ARGV_RESERVE)

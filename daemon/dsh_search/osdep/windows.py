@@ -34,6 +34,7 @@ from ctypes import wintypes
 from typing import Any
 
 __all__ = [
+    "ARGV_RESERVE",
     "NULL_DEVICE",
     "O_CLOEXEC",
     "O_NONBLOCK",
@@ -42,6 +43,7 @@ __all__ = [
     "ExtractionLock",
     "Tree",
     "aborted",
+    "argv_names_budget",
     "blocking",
     "cache_home",
     "extraction_suffix_ok",
@@ -651,3 +653,14 @@ def index_unavailable_reason() -> str | None:
 
 def glibc() -> Any:
     return None
+
+
+# --- ripgrep's command line --------------------------------------------------------------------------------
+
+ARGV_RESERVE = 0
+
+
+def argv_names_budget(environ: dict[bytes, bytes] | None = None) -> int:
+    """No file names on ripgrep's command line beyond a search's own path: CreateProcess takes 32,767
+    characters in all, which the pattern (up to 4,096) and the deny globs share; searches walk instead."""
+    return 0

@@ -58,7 +58,7 @@ def read(stream: bytes, min_bytes: int = 1 << 16, max_bytes: int = 1 << 17, step
 
     def parse(blob: bytes) -> list[page.Section]:
         batch = rgstd.parse(blob, 2000)
-        account.add(batch.sizes)
+        account.add(batch.sizes, batch.paths)
         found = zip(batch.paths, batch.lines, batch.texts, strict=True)
         return page.in_stream_order(list(map(page.Section._make, found)))
 

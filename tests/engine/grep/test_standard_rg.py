@@ -43,6 +43,7 @@ from dsh_search.engine.grep import argv as grep_argv
 from dsh_search.engine.grep import grep, json_parse, page, standard
 from dsh_search.engine.grep import standard_parse as rgstd
 from dsh_search.engine.grep.standard import BlockBatches
+from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import DenyGlobs
 from dsh_search.engine.request import GrepQuery
 from dsh_search.engine.ripgrep import Launcher, child_environment
@@ -232,6 +233,12 @@ def test_the_standard_output_reads_as_json_does(
                 sizes, stats, seconds=seconds, submatch_bytes=rgstd.may_match_bytes(pattern), literal=literal
             )
             assert bound.lower <= len(json_out) <= bound.upper, (bound, len(json_out))
+            # The summary, --json's last line, within the bounds a measuring run puts on it.
+            summary = json_out[json_out.rstrip(b"\n").rfind(b"\n") + 1 :]
+            records = len(json_out) - len(summary)
+            for walked in (True, False):
+                around = rgstd.summary_size(stats, records, seconds=seconds, walked=walked)
+                assert around.lower <= len(summary) <= around.upper, (around, summary)
         else:
             assert json_out == b""
 
@@ -337,3 +344,86 @@ def test_a_named_binary_files_message_is_never_read_as_a_line(rg_path: str, tmp_
     assert b"binary file matches" in std and b"2: static" in std  # past the first buffer: lines, then the message
     with pytest.raises(rgstd.Unsure):
         read_std(std, tmp_path, "static", random.Random(0))
+
+
+def test_a_search_whose_json_size_straddles_the_cap_is_measured_not_read_again(
+    rg_path: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where --json's size lies between the standard output's bounds of it, ripgrep runs again with --json
+    over the files with matches and its bytes are counted: the answer on either side of the cap is the
+    --json reading's, and the search never reads --json's records (docs/performance.md)."""
+    for i in range(60):  # many files: the bounds' per-file slack makes a wide band
+        (tmp_path / f"d{i % 4}" / f"f{i}.c").parent.mkdir(exist_ok=True)
+        (tmp_path / f"d{i % 4}" / f"f{i}.c").write_text("static int x;\n" * (i % 7 + 1) + "int y;\n" * 40)
+    (tmp_path / "nothing.c").write_text("no match here\n")
+    json_out, seconds = rg(rg_path, tmp_path, ["--json", "--regexp=static"])
+    std, _ = rg(rg_path, tmp_path, [*grep_argv.STANDARD, "--regexp=static"])
+    _, sizes, stats = read_std(std, tmp_path, "static", random.Random(0))
+    assert stats is not None
+    bound = rgstd.json_size(sizes, stats, seconds=seconds, submatch_bytes=False, literal=b"static")
+    margin = 32 * 8  # the timings of --json's end and summary records move from run to run
+    assert bound.lower + margin < len(json_out) < bound.upper - margin, (bound, len(json_out))
+    caplog.set_level("DEBUG", logger="dsh_search.search")
+    for cap in (len(json_out) + margin, len(json_out) - margin, bound.upper - 1, bound.lower + 1):
+        caplog.clear()
+        params = {"pattern": "static"}
+        got = answer(rg_path, tmp_path, params, True, rawOutputMaxBytes=cap)
+        assert got == answer(rg_path, tmp_path, params, False, rawOutputMaxBytes=cap), cap
+        assert got[0] == ("result" if cap > len(json_out) else "error"), (cap, got[:2])
+        assert not [r for r in caplog.records if "instead of its standard output" in r.message], cap
+
+
+def test_a_measuring_run_that_disagrees_with_the_first_is_not_trusted(
+    rg_path: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the measuring run finds other matches than the first run did (a file written between the
+    two), or more names than the command line takes, --json decides, and the answer is still its own."""
+    for i in range(40):
+        (tmp_path / f"f{i}.c").write_text("static int x;\n" * 3 + "int y;\n" * 30)
+    size = len(rg(rg_path, tmp_path, ["--json", "--regexp=static"])[0])
+    params = {"pattern": "static"}
+    caplog.set_level("DEBUG", logger="dsh_search.search")
+    # More names than the command line takes: measured nowhere.
+    monkeypatch.setattr(standard, "NAMES_BUDGET", 10)
+    assert answer(rg_path, tmp_path, params, True, rawOutputMaxBytes=size + 300)[0] == "result"
+    assert [r for r in caplog.records if "within a few bytes" in r.message]
+    monkeypatch.setattr(standard, "NAMES_BUDGET", 1 << 20)
+    # A file grows a match between the two runs: the counted statistics disagree with the first run's.
+    real = standard.StandardRun.measure
+
+    async def changed_between(self: standard.StandardRun, *a: Any, **k: Any) -> bool:
+        with open(tmp_path / "f0.c", "a") as f:
+            f.write("static again\n")
+        return await real(self, *a, **k)
+
+    monkeypatch.setattr(standard.StandardRun, "measure", changed_between)
+    caplog.clear()
+    got = answer(rg_path, tmp_path, params, True, rawOutputMaxBytes=size + 300)
+    assert got[0] == "result" and "static again" in "".join(got[3]) + got[1]
+    assert [r for r in caplog.records if "within a few bytes" in r.message]
+
+
+@pytest.mark.parametrize("cut", [1, 3, 7, 64, 1000])
+def test_json_count_counts_bytes_growth_and_the_summary_in_any_chunks(cut: int) -> None:
+    timing = {"human": "0.001s", "nanos": 1, "secs": 0}
+    data = {"elapsed_total": timing, "stats": {"matches": 2}}
+    summary = b'{"data":{"elapsed_total":{"human":"0.001s","nanos":1,"secs":0},"stats":{"matches":2}},'
+    summary += b'"type":"summary"}\n'
+    body = b'{"type":"match","data":{"lines":{"text":"caf\xc3\xa9 \xff bad"}}}\n' * 5 + b'{"type":"end"}\n'
+    stream = body + summary
+    count = standard.JsonCount()
+    for at in range(0, len(stream), cut):
+        count.feed(stream[at : at + cut])
+    assert count.bytes == len(stream)
+    assert count.growth == utf8_growth(stream) == 5 * 2  # each lone \xff: 1 byte read, 3 written
+    assert count.summary() == (data, len(summary))
+
+
+def test_json_count_without_a_summary_or_past_the_longest_line_tells_nothing() -> None:
+    count = standard.JsonCount()
+    count.feed(b'{"type":"match"}\n{"type":"match"}\n')
+    assert count.summary() is None
+    long = standard.JsonCount()
+    long.feed(b"x" * (standard.JsonCount.LONGEST + 1))
+    long.feed(b'\n{"data":{},"type":"summary"}\n')
+    assert not long.whole and long.summary() is None and long.bytes == standard.JsonCount.LONGEST + 2 + 29

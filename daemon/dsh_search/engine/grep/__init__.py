@@ -166,20 +166,22 @@ async def _lines(
 ) -> tuple[list[Section], RgResult]:
     """Matching lines: ripgrep's standard printer first, --json when that reading is unsure."""
     deny = searcher.deny_globs
+    threads = searcher.walk_threads + 1
     if standard.reads_standard_output(searcher.config):
+        run = standard.StandardRun(searcher, query, where, tally)
         try:
-            files, result = await standard.StandardRun(searcher, query, where, tally).run(
-                argv.search(query, argv.STANDARD, deny, chosen, threads=searcher.walk_threads + 1)
-            )
+            files, result = await run.run(argv.search(query, argv.STANDARD, deny, chosen, threads=threads))
+            if run.straddled is not None and not await run.measure(
+                lambda named: argv.search(query, argv.JSON, deny, named, threads=threads), walked=chosen is None
+            ):
+                raise standard.Unsure("the raw-output cap lies within a few bytes of --json's size, or it moved")
         except standard.Unsure as why:  # ripgrep searched; --json must say what it found
             log.debug("grep: reading ripgrep's --json instead of its standard output: %s", why)
             if tally is not None:
                 tally.items = tally.files = 0
         else:
             return _allowed(files, where), result
-    files, result = await json.run(
-        searcher, argv.search(query, argv.JSON, deny, chosen, threads=searcher.walk_threads + 1), where, tally
-    )
+    files, result = await json.run(searcher, argv.search(query, argv.JSON, deny, chosen, threads=threads), where, tally)
     return _allowed(files, where), result
 
 

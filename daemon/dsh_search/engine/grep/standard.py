@@ -21,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import TypeVar
 
+import orjson
+
 from dsh_search import osdep, texts
 from dsh_search.config import Config, rg_memory_default
 from dsh_search.engine import ripgrep
@@ -28,15 +30,19 @@ from dsh_search.engine.batches import Batches
 from dsh_search.engine.failures import SEARCH_RAW_OUTPUT_OVERFLOW, ToolError
 from dsh_search.engine.grep import standard_parse as parse
 from dsh_search.engine.grep.page import Section, in_stream_order, ordered
+from dsh_search.engine.jscompat import utf8_growth
 from dsh_search.engine.paths import cwd_relative
 from dsh_search.engine.request import GrepQuery
 from dsh_search.engine.run import RgResult, run_rg
 from dsh_search.engine.scope import Where
 from dsh_search.engine.searcher import Searcher, Tally
+from dsh_search.engine.source import GrepFiles
 
 TOOL = "grep"
 Unsure = parse.Unsure
 T = TypeVar("T")
+# Bytes of file names a measuring run may put on ripgrep's command line (0 on Windows: it never does).
+NAMES_BUDGET = osdep.argv_names_budget()
 
 
 def reads_standard_output(config: Config) -> bool:
@@ -93,11 +99,13 @@ class Account:
         self.literal = literal
         self.sizes = parse.Sizes()
         self.over = False
+        self.names: list[list[str]] = []  # each batch's files as ripgrep printed them (decoded), in order
         self._lock = threading.Lock()
 
-    def add(self, sizes: parse.Sizes) -> None:
+    def add(self, sizes: parse.Sizes, names: list[str]) -> None:
         with self._lock:
             self.sizes = self.sizes.plus(sizes)
+            self.names.append(names)
             size = parse.json_size(self.sizes, None, seconds=0, submatch_bytes=False, literal=self.literal)
             if size.lower > self.cap:
                 self.over = True
@@ -139,7 +147,7 @@ def parse_batch(blob: bytes, cwd: str, cap: int, account: Account) -> list[Secti
     for i, raw_path in batch.ends_in_cr:
         if lone_cr_at_end(cwd, raw_path, parse.last_line(paths[i], bodies[i])):
             raise Unsure("a last line ending in a lone CR")  # rare enough for --json to show it
-    account.add(batch.sizes)
+    account.add(batch.sizes, paths)
     if any(map(os.path.isabs, paths)):  # shown relative to the workdir where inside it
         shown = [cwd_relative(path, cwd) for path in paths]
         bodies = [text if a == b else a + text[len(b) :] for a, b, text in zip(shown, paths, bodies, strict=True)]
@@ -165,6 +173,8 @@ class StandardRun:
         self.counted = self.batches.feed if tally is None else tally.counting_blocks(self.batches.feed)
         self.capped = False  # ripgrep's own output passed the cap
         self.started = time.monotonic()
+        # --json's size bounds straddled the cap after a clean run: `measure` decides (None: they did not)
+        self.straddled: parse.Stats | None = None
 
     async def run(self, argv: list[str | bytes]) -> tuple[list[Section], RgResult]:
         batches = self.batches
@@ -219,7 +229,56 @@ class StandardRun:
         if size.lower > self.cap:
             raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
         if size.upper > self.cap:
+            if outcome.exit_code == 0 and not account.sizes.not_utf8:
+                self.straddled = stats  # the sections are kept; `measure` counts --json's bytes
+                return
             raise Unsure("the raw-output cap lies between the bounds of --json's size")
+
+    async def measure(self, json_argv: Callable[[GrepFiles], list[str | bytes]], *, walked: bool) -> bool:
+        """After a clean run whose --json size straddled the cap (`straddled`): ripgrep runs again with
+        --json over the files with matches alone (`json_argv` makes its argv), its bytes counted, not
+        parsed. A file's records do not depend on the files searched around it, and a file without
+        matches prints none, so they are the walk's; the summary, the one record that differs, is
+        bounded from the first run's statistics (`walked`: those are a walk's). True when --json stays
+        within the cap (the sections stand); raises the overflow when it passes it; False when this
+        cannot tell (a search whose --json is within a few bytes of the cap, a file changed between
+        the runs, more names than the command line takes): then the whole --json run decides."""
+        stats = self.straddled
+        if stats is None:
+            return False
+        names = list(dict.fromkeys(name for batch in self.account.names for name in batch))
+        if len(names) != stats.files_with_matches:
+            return False
+        named = [name.encode("utf-8") for name in names]  # as printed: UTF-8 (sizes.not_utf8 is False)
+        if sum(len(name) + 9 for name in named) > NAMES_BUDGET:  # each name, its NUL, its pointer
+            return False
+        count = JsonCount()
+        try:
+            result = await run_rg(self.searcher, TOOL, json_argv(GrepFiles(named, [])), self.where, bool, count.feed)
+        except ToolError as exc:
+            if exc.kind == SEARCH_RAW_OUTPUT_OVERFLOW:
+                raise  # the files' records alone passed the cap, as the walk's would have
+            return False
+        summary = count.summary()
+        if result.no_matches or result.unreadable or summary is None:
+            return False
+        data, summary_bytes = summary
+        counted = data.get("stats")
+        if (
+            not isinstance(counted, dict)
+            or counted.get("matched_lines") != stats.matched_lines
+            or counted.get("matches") != stats.matches
+            or counted.get("searches_with_match") != stats.files_with_matches
+            or counted.get("searches") != len(named)
+        ):
+            return False  # a file changed between the two runs
+        records = count.bytes - summary_bytes
+        bounds = parse.summary_size(stats, records, seconds=time.monotonic() - self.started, walked=walked)
+        if count.growth:
+            return False  # not UTF-8 after all: the --json reading counts what decoding adds
+        if records + bounds.lower > self.cap:
+            raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
+        return records + bounds.upper <= self.cap
 
     def _check_stats(self, stats: parse.Stats) -> None:
         """ripgrep's statistics agree with the blocks read (each line a matched line, each block a file;
@@ -231,3 +290,45 @@ class StandardRun:
             or (literal is not None and stats.matches != sizes.submatches)
         ):
             raise Unsure("statistics that disagree with the blocks")
+
+
+class JsonCount:
+    """ripgrep's --json output counted as it comes, not kept: its bytes, what decoding it as UTF-8 with
+    replacements adds (jscompat.utf8_growth, over whole lines: a cut at a newline does not change it),
+    and its last line, the summary."""
+
+    LONGEST = 1 << 20  # a line longer than this is no summary, and its growth is not worked out here
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.growth = 0
+        self.whole = True  # every line's growth was counted
+        self._tail = b""  # the output's last line, from its start (complete or not)
+
+    def feed(self, chunk: bytes) -> None:
+        self.bytes += len(chunk)
+        if not self.whole:
+            return
+        data = self._tail + chunk
+        start = data.rfind(b"\n", 0, len(data) - 1) + 1  # where the last line starts
+        done = data[:start]
+        if done and not done.isascii():
+            self.growth += utf8_growth(done)
+        self._tail = data[start:]
+        if len(self._tail) > self.LONGEST:
+            self.whole, self._tail = False, b""
+
+    def summary(self) -> tuple[dict[str, object], int] | None:
+        """The summary record's data and its size, when the output ends with it and every line before it
+        was counted."""
+        line = self._tail
+        if not self.whole or not line.endswith(b'"type":"summary"}\n') or not line.isascii():
+            return None
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(record, dict) or record.get("type") != "summary":
+            return None
+        data = record.get("data")
+        return (data, len(line)) if isinstance(data, dict) else None

@@ -544,6 +544,20 @@ def json_size(
     return JsonSize(lower, upper)
 
 
+def summary_size(stats: Stats, bytes_printed: int, *, seconds: float, walked: bool) -> JsonSize:
+    """Bounds of --json's summary record, the stream's last line, for a search with these statistics
+    whose records before it took `bytes_printed` bytes. `walked`: the statistics are the walk's own;
+    else they are of a search of files named by the index, and the walk's file and byte counters (more
+    files searched) may have more digits, up to the widest."""
+    t = digits(int(seconds) + 1)
+    timing_lo, timing_hi = 1 + 1 + 1 + HUMAN_FIXED, t + NANOS_DIGITS + t + HUMAN_FIXED
+    known = sum(map(digits, (bytes_printed, stats.matched_lines, stats.matches, stats.files_with_matches)))
+    counted = digits(stats.searches) + digits(stats.bytes_searched)
+    lower = SUMMARY_FIXED + known + counted + 2 * timing_lo
+    upper = SUMMARY_FIXED + known + (counted if walked else 2 * U64_DIGITS) + 2 * timing_hi
+    return JsonSize(lower, upper)
+
+
 _LITERAL = re.compile(r"[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -91,11 +91,35 @@ def test_a_lookups_and_reads_encoded_lists_as_their_intersection(pure: object, l
     encoded = [(grams.encode(sorted(docs)), len(docs)) for docs in sorted(lists, key=len)]
     expected = sorted(set.intersection(*lists))
     for module in (grams, pure):
-        assert list(module.all_of(encoded, 1, 3000)) == expected  # type: ignore[attr-defined]
+        assert list(module.all_of(encoded, 1, 3000, 0)) == expected  # type: ignore[attr-defined]
         first = module.decode(*encoded[0], 1, 3000)  # type: ignore[attr-defined]
         for data, count in encoded[1:]:
             first = module.both_encoded(first, data, count, 1, 3000)  # type: ignore[attr-defined]
         assert list(first) == expected
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    lists=st.lists(st.sets(st.integers(1, 3000), min_size=1, max_size=400), min_size=1, max_size=6),
+    ratio=st.sampled_from([0, 1, 2, 8, grams.ENOUGH_RATIO]),
+)
+def test_a_lookups_and_stops_at_a_list_far_longer_than_what_is_left(
+    pure: object, lists: list[set[int]], ratio: int
+) -> None:
+    """With a ratio, the AND reads no further list once what is left is fewer than a ratio-th of the next
+    one's documents: its answer is the intersection of the lists read up to there, so it holds every
+    document of the whole intersection (a sound lookup: ripgrep decides the rest)."""
+    lists = sorted(lists, key=len)
+    encoded = [(grams.encode(sorted(docs)), len(docs)) for docs in lists]
+    left = set(lists[0])
+    for docs in lists[1:]:
+        if not left or (ratio and len(left) * ratio < len(docs)):
+            break
+        left &= docs
+    for module in (grams, pure):
+        got = list(module.all_of(encoded, 1, 3000, ratio))  # type: ignore[attr-defined]
+        assert got == sorted(left)
+        assert set(got) >= set.intersection(*lists)
 
 
 @settings(max_examples=examples(200), deadline=None)

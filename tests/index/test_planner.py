@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,67 @@ def test_a_rare_literal_is_answered_with_the_files_that_hold_it(index: Any) -> N
     assert index(GrepQuery("RARE_ONE"), cwd=index.root / "src") == GrepFiles([b"a.c", b"d_test.c"], [])
     # A file that holds a NUL is walked to, from its directory, never named.
     assert index(GrepQuery("RARE_THREE", ".")) == GrepFiles([], [(b".", [b"bin.dat"])])
+
+
+def test_a_small_lookup_runs_on_the_loop_unless_a_shard_is_busy_with_the_same_answer(
+    index: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup whose rarest trigram is in few files runs on the event loop; when a shard is held by
+    another reader (or the rule is off) it goes to threads, and the answer is the same either way."""
+    asked: list[str] = []
+    real_at_once, real_to_thread = planner._ask_at_once, asyncio.to_thread
+
+    def at_once(*a: Any) -> Any:
+        parts = real_at_once(*a)
+        asked.append("loop" if parts is not None else "busy")
+        return parts
+
+    async def to_thread(fn: Any, *a: Any, **k: Any) -> Any:
+        if fn is planner._ask:
+            asked.append("thread")
+        return await real_to_thread(fn, *a, **k)
+
+    monkeypatch.setattr(planner, "_ask_at_once", at_once)
+    monkeypatch.setattr(planner.asyncio, "to_thread", to_thread)
+    queries = [GrepQuery("RARE_ONE"), GrepQuery("RARE_TWO", "lib"), GrepQuery("RARE_TWO|RARE_ONE", "src")]
+    on_loop = [index(q) for q in queries]
+    assert asked == ["loop"] * len(queries)
+    shards = index.ws._set.shards
+    asked.clear()
+    done = threading.Event()
+    held = threading.Event()
+
+    def hold() -> None:  # another search's lookup, on a thread, holding the first shard
+        with shards[0].read_lock:
+            held.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    try:
+        busy = []
+        for q in queries:
+            task = index.loop.create_task(index.ws.grep(str(index.root), q, NO_DENY))
+            index.loop.run_until_complete(asyncio.sleep(0.05))  # it went to threads, which wait for the shard
+            assert not task.done()
+            done.set()
+            busy.append(index.loop.run_until_complete(task))
+            holder.join(10)
+            done.clear()
+            held.clear()
+            holder = threading.Thread(target=hold)
+            holder.start()
+            held.wait(10)
+    finally:
+        done.set()
+        holder.join(10)
+    assert busy == on_loop
+    assert asked == ["busy", *["thread"] * len(shards)] * len(queries)
+    monkeypatch.setattr(planner, "AT_ONCE_ESTIMATE", -1)
+    asked.clear()
+    assert [index(q) for q in queries] == on_loop
+    assert "loop" not in asked and "busy" not in asked
 
 
 def test_the_include_exclude_and_deny_globs_are_applied_by_the_index(index: Any) -> None:

@@ -19,7 +19,7 @@ from dsh_search.engine.jscompat import utf8_growth
 
 T = TypeVar("T")
 
-_INLINE_MAX = 8 << 10  # bytes of a final batch worked on by the caller rather than the worker
+INLINE_MAX = 8 << 10  # bytes of a final batch worked on by the caller rather than the worker (default)
 
 
 class _Failed(Exception):
@@ -41,6 +41,7 @@ class Batches(Generic[T]):
         growth: Callable[[T], int],
         min_bytes: int = 1 << 16,
         max_bytes: int = 1 << 17,
+        inline_max: int = INLINE_MAX,
     ) -> None:
         assert len(separator) == 1 and separator.isascii()  # see decoded_growth
         self._sep = separator
@@ -49,6 +50,7 @@ class Batches(Generic[T]):
         self._pool = pool
         self._min = min_bytes
         self._max = max(min_bytes, max_bytes)
+        self._inline_max = inline_max
         self._buf = bytearray()
         self._futures: list[Future[T]] = []
         self._seen: dict[bytes, bool] = {}  # needle → seen in the stream so far (see `watch`)
@@ -124,7 +126,7 @@ class Batches(Generic[T]):
         under a millisecond."""
         blob = self._rest(bytes(self._buf))
         self._buf.clear()
-        if blob and len(blob) <= _INLINE_MAX:
+        if blob and len(blob) <= self._inline_max:
             done: Future[T] = Future()
             try:
                 done.set_result(self._run(blob))

@@ -24,7 +24,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #endif
 
-#define ABI 2
+#define ABI 3
 
 EXPORT int32_t dg_abi(void) { return ABI; }
 
@@ -490,14 +490,19 @@ EXPORT int64_t dg_and_encoded(const uint32_t *a, size_t na, const uint8_t *buf, 
 
 /* The documents that all k encoded lists hold: list i is bufs[i][0..lens[i]) of counts[i] documents in
    [lo, hi], the shortest first (its count is out's capacity). The first is decoded into out, each next
-   one read against what is left (dg_and_encoded), and reading stops once nothing is. The number of
-   documents in out, or -1 when a list (as far as it was read) is not one a writer writes. */
+   one read against what is left (dg_and_encoded), and reading stops once nothing is — or, with `ratio`
+   (0: never), once what is left is fewer than a ratio-th of the next list's documents: a list is decoded
+   from its start, so a long one costs its length to remove the few candidates it still could, which
+   ripgrep reads in less (any subset of the lists is a sound answer: it holds every document the whole
+   AND holds). The number of documents in out, or -1 when a list (as far as it was read) is not one a
+   writer writes. */
 EXPORT int64_t dg_all_of(size_t k, const uint8_t *const *bufs, const uint64_t *lens, const uint32_t *counts,
-                         uint32_t lo, uint32_t hi, uint32_t *out) {
+                         uint32_t lo, uint32_t hi, uint32_t ratio, uint32_t *out) {
     if (!k) return 0;
     if (dg_decode(bufs[0], lens[0], counts[0], lo, hi, out) != 0) return -1;
     int64_t n = counts[0];
     for (size_t i = 1; i < k && n > 0; i++) {
+        if (ratio && (uint64_t)n * ratio < counts[i]) break;
         n = dg_and_encoded(out, (size_t)n, bufs[i], lens[i], counts[i], lo, hi, out);
         if (n < 0) return -1;
     }

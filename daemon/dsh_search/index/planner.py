@@ -40,6 +40,7 @@ the answer answers.py's, what changed freshness.py's, the life of the index work
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -64,6 +65,11 @@ from dsh_search.index.status import Walk
 MAX_CANDIDATE_SHARE = 0.5
 MAX_CHANGED_READ = 4000  # changed files a search reads itself; past it, it walks (the writer catches up)
 MAX_FREQUENCIES = 200_000  # trigram document counts cached; past it, the cache starts again
+# A lookup whose rarest trigram is in at most this many files, with at most this many changed files to
+# place, runs on the event loop when no shard is busy: its work (the native AND over short lists) costs
+# less than handing it to a thread per shard and back (~0.7 ms; docs/performance.md).
+AT_ONCE_ESTIMATE = 2048
+AT_ONCE_CHANGED = 64
 
 
 class Narrowing(NamedTuple):
@@ -262,10 +268,14 @@ class Planner:
         if planned.estimate > limit:
             return Walk.TOO_COMMON  # even the rarest trigram is in too many files: decided without a lookup
         whole = under == b""
-        # One thread per shard: the native AND runs without the GIL, so the shards' lookups overlap.
-        parts = await asyncio.gather(
-            *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole, limit) for shard in shards)
-        )
+        parts = None
+        if 0 <= planned.estimate <= AT_ONCE_ESTIMATE and len(changed) <= AT_ONCE_CHANGED:
+            parts = _ask_at_once(shards, planned, low, high, changed, whole, limit)
+        if parts is None:
+            # One thread per shard: the native AND runs without the GIL, so the shards' lookups overlap.
+            parts = await asyncio.gather(
+                *(asyncio.to_thread(_ask, shard, planned, low, high, changed, whole, limit) for shard in shards)
+            )
         if any(part.stopped for part in parts):
             return Walk.TOO_MANY_CANDIDATES  # a lookup stopped at its limit: more candidates than a walk is worth
         total = grep_files if whole else sum(part.files for part in parts)
@@ -311,6 +321,18 @@ class _Part(NamedTuple):
     candidates: list[tuple[bytes, int]]  # the indexed candidates there, with their kinds
     members: set[bytes]  # which changed paths grep reads
     stopped: bool  # the lookup stopped at its limit of candidates
+
+
+def _ask_at_once(
+    shards: list[Shard], planned: Plan, low: bytes, high: bytes | None, changed: list[bytes], whole: bool, limit: int
+) -> list[_Part] | None:
+    """Every shard's part of a small lookup, here and now (on the event loop), or None when a shard is
+    busy or would read a segment's tables first (then the lookup goes to threads)."""
+    with contextlib.ExitStack() as held:
+        for shard in shards:
+            if not held.enter_context(shard.at_once()):
+                return None
+        return [_ask(shard, planned, low, high, changed, whole, limit) for shard in shards]
 
 
 def _ask(

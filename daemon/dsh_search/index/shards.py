@@ -448,7 +448,8 @@ class Shard:
         self.identity = _identity(path)  # the file opened: a shard replaced or deleted is no longer intact
         # Searches read through a connection of their own: in WAL mode they never wait for the writer.
         self.reader = _connect(path, "ro")
-        self.read_lock = threading.Lock()
+        # Re-entrant: a lookup made on the event loop holds it around the calls that take it (`at_once`).
+        self.read_lock = threading.RLock()
         self.expected = self.state()  # what the files are as this daemon left them
 
     def _segment_path(self, seg: int) -> str:
@@ -532,6 +533,19 @@ class Shard:
             if len(page) < PAGE_ROWS:
                 return
             after = page[-1][0]
+
+    @contextlib.contextmanager
+    def at_once(self) -> Iterator[bool]:
+        """Whether a lookup may run right now on the caller's thread without waiting: no other reader or
+        commit holds the shard, and every segment's tables are in memory (none is read from its file).
+        While true, the shard is held."""
+        if not self.read_lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield all(segment.loaded for segment in self._segments)
+        finally:
+            self.read_lock.release()
 
     def doc_frequency(self, gram: str) -> int:
         """At most how many documents hold this (character) trigram: the fewest of its byte trigrams'."""

@@ -15,7 +15,8 @@ Rules of this module:
   intersects document lists, and where each trigram is common — a phrase like `struct spinlock`, an
   identifier like `module_exit` — only their intersection is selective (measured on the Linux tree:
   `struct spinlock` 7,245 files by its three rarest trigrams, 4,787 by all thirteen; the cost of the
-  lookup barely moves). With document frequencies known, the estimate is the rarest one's count: an
+  lookup barely moves; the store stops reading lists once the next is far longer than the candidates
+  left, grams.ENOUGH_RATIO). With document frequencies known, the estimate is the rarest one's count: an
   upper bound, for deciding at once that a pattern is too common to be worth a lookup.
 - Pure: formulas and a frequency function in, needs out.
 """

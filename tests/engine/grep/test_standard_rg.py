@@ -403,6 +403,27 @@ def test_a_measuring_run_that_disagrees_with_the_first_is_not_trusted(
     assert [r for r in caplog.records if "within a few bytes" in r.message]
 
 
+def test_a_search_that_met_a_binary_file_is_not_measured(
+    rg_path: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file whose search a NUL stopped after matches is searched whole when named on the command line
+    (its `end` record's counters differ, even with no match past the NUL): such a search inside the band
+    is decided by the whole --json run, as before."""
+    for i in range(60):
+        (tmp_path / f"f{i}.c").write_text("static int x;\n" * (i % 7 + 1) + "int y;\n" * 40)
+    (tmp_path / "bin.c").write_bytes(b"static\n" * 3 + b"a line between\n" * 6000 + b"\0 nothing after\n")
+    json_out, _ = rg(rg_path, tmp_path, ["--json", "--regexp=static"])
+    named, _ = rg(rg_path, tmp_path, ["--json", "--no-ignore", "--regexp=static", "--", "bin.c"])
+    assert b'"bytes_searched":90' in named and b"binary_offset" in json_out  # the whole file, named
+    caplog.set_level("DEBUG", logger="dsh_search.search")
+    for cap in (len(json_out) + 256, len(json_out) - 256):
+        caplog.clear()
+        params = {"pattern": "static"}
+        got = answer(rg_path, tmp_path, params, True, rawOutputMaxBytes=cap)
+        assert got == answer(rg_path, tmp_path, params, False, rawOutputMaxBytes=cap), cap
+        assert [r for r in caplog.records if "instead of its standard output" in r.message], cap
+
+
 @pytest.mark.parametrize("cut", [1, 3, 7, 64, 1000])
 def test_json_count_counts_bytes_growth_and_the_summary_in_any_chunks(cut: int) -> None:
     timing = {"human": "0.001s", "nanos": 1, "secs": 0}

@@ -235,7 +235,7 @@ class StandardRun:
         if size.lower > self.cap:
             raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
         if size.upper > self.cap:
-            if outcome.exit_code == 0 and not account.sizes.not_utf8:
+            if outcome.exit_code == 0 and not account.sizes.not_utf8 and not account.sizes.binary:
                 self.straddled = stats  # the sections are kept; `measure` counts --json's bytes
                 return
             raise Unsure("the raw-output cap lies between the bounds of --json's size")
@@ -248,7 +248,9 @@ class StandardRun:
         bounded from the first run's statistics (`walked`: those are a walk's). True when --json stays
         within the cap (the sections stand); raises the overflow when it passes it; False when this
         cannot tell (a search whose --json is within a few bytes of the cap, a file changed between
-        the runs, more names than the command line takes): then the whole --json run decides."""
+        the runs, more names than the command line takes): then the whole --json run decides. Never
+        asked when a name or a line was not UTF-8, or a NUL stopped a file's search after matches: a
+        file named on the command line is searched as a binary one is not in a walk (settle)."""
         stats = self.straddled
         if stats is None:
             return False

@@ -149,6 +149,7 @@ class Sizes(NamedTuple):
     widest: int = 0  # the longest piece: no submatch offset has more digits than it
     not_utf8: bool = False  # a line or a name was not UTF-8: submatches may be base64 too
     submatches: int = 0  # when the pattern is a literal (`literal`): its occurrences, one submatch each
+    binary: int = 0  # files whose search a NUL stopped after matches (ripgrep's warning ended their block)
 
     def plus(self, other: Sizes) -> Sizes:
         return Sizes(
@@ -159,6 +160,7 @@ class Sizes(NamedTuple):
             max(self.widest, other.widest),
             self.not_utf8 or other.not_utf8,
             self.submatches + other.submatches,
+            self.binary + other.binary,
         )
 
 
@@ -330,7 +332,8 @@ def _whole(blob: bytes, continued: bool, cap: int | None, literal: bytes | None)
     found = 0 if literal is None else blob.count(literal) - raw_between.count(literal)
     if not lines[0]:  # a continued piece that held only the warning ending its block
         paths, lines, texts = paths[1:], lines[1:], texts[1:]
-    return Batch(paths, lines, texts, Sizes(exact, total, files, text_upper, widest, False, found), [])
+    sizes = Sizes(exact, total, files, text_upper, widest, False, found, len(offsets))
+    return Batch(paths, lines, texts, sizes, [])
 
 
 def _all_digits(parts: list[str], lasts: list[int], nuls: list[int]) -> bool:
@@ -424,7 +427,7 @@ def _piece(
         if not body:  # the warning was all a continued piece held: its lines came in the batch before
             if new:
                 raise Unsure("a warning without lines")
-            return raw_path.decode("utf-8", "replace"), 0, "", False, Sizes(digits(binary_offset) - NULL)
+            return raw_path.decode("utf-8", "replace"), 0, "", False, Sizes(digits(binary_offset) - NULL, binary=1)
         last_start = body.rfind(b"\n", 0, len(body) - 1) + 1
     count = body.count(b"\n")
     _number(body)
@@ -456,7 +459,8 @@ def _piece(
         exact += digits(binary_offset) - NULL
     path = raw_path.decode("utf-8", "replace")
     found = 0 if literal is None else body.count(literal)
-    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8, found)
+    binary = 0 if binary_offset is None else 1
+    sizes = Sizes(exact, count, files, text_upper, len(body), not_utf8 or not path_utf8, found, binary)
     return path, count, path + "\n" + shown, ends_in_cr, sizes
 
 

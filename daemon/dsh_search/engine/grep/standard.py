@@ -191,7 +191,7 @@ class StandardRun:
             )  # fmt: skip
         except _Overflow:
             batches.cancel()
-            raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap)) from None
+            raise self._overflow() from None
         except BaseException:
             batches.cancel()
             raise
@@ -233,7 +233,7 @@ class StandardRun:
             literal=account.literal,
         )
         if size.lower > self.cap:
-            raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
+            raise self._overflow()
         if size.upper > self.cap:
             if outcome.exit_code == 0 and not account.sizes.not_utf8 and not account.sizes.binary:
                 self.straddled = stats  # the sections are kept; `measure` counts --json's bytes
@@ -280,13 +280,17 @@ class StandardRun:
             or counted.get("searches") != len(named)
         ):
             return False  # a file changed between the two runs
-        records = count.bytes - summary_bytes
-        bounds = parse.summary_size(stats, records, seconds=time.monotonic() - self.started, walked=walked)
         if count.growth:
             return False  # not UTF-8 after all: the --json reading counts what decoding adds
+        records = count.bytes - summary_bytes
+        bounds = parse.summary_size(stats, records, seconds=time.monotonic() - self.started, walked=walked)
         if records + bounds.lower > self.cap:
-            raise ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
+            raise self._overflow()
         return records + bounds.upper <= self.cap
+
+    def _overflow(self) -> ToolError:
+        """The raw-output overflow, as upstream's cap on --json would have reported it."""
+        return ToolError(SEARCH_RAW_OUTPUT_OVERFLOW, texts.raw_output_overflow(TOOL, self.cap))
 
     def _check_stats(self, stats: parse.Stats) -> None:
         """ripgrep's statistics agree with the blocks read (each line a matched line, each block a file;

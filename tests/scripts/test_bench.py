@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-import bench_corpus  # noqa: E402 - scripts/ is not a package
+import bench_bound  # noqa: E402 - scripts/ is not a package
+import bench_corpus  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -88,6 +89,10 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
     assert all(q["on_ratio"] > 0 and q["off_ratio"] > 0 for q in suite["per_query"])
     assert workloads["suite-on-vs-off"]["extra"]["max_on_off"] > 0
     assert (out / "suite.md").read_text().count("\n") == suite["queries"] + 2
+    # The bound, beside them: every query's answer files counted, the bound's figures reported.
+    assert all(q["files"] >= 1 and q["bound_ratio"] > 0 and q["on_bound"] > 0 for q in suite["per_query"])
+    bound = workloads["suite-bound"]["extra"]
+    assert bound["queries"] == suite["queries"] and 0 < bound["geomean_ratio_bound"] <= bound["worst_ratio_bound"]
 
     assert (out / "bench-ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (out / "results.md").read_text()
@@ -98,3 +103,37 @@ def test_every_workload_runs_and_is_reported(exe: Path, tmp_path: Path) -> None:
         [*common, "--chart-from", str(out / "results.json"), "--png", str(redrawn)], check=True, capture_output=True
     )
     assert redrawn.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_bound_names_exactly_the_answers_files(rg_path: str, tmp_path: Path) -> None:
+    """scripts/bench_bound.py: the files ripgrep's walk finds a match in, ignore files honoured; no file is
+    the null device; an output over the cap is stopped at the cap's share of it; names split to fit."""
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / ".gitignore").write_text("ignored.txt\n")
+    (tree / ".git").mkdir()
+    (tree / "a.txt").write_text("needle\n" * 50)
+    (tree / "sub" / "b.txt").write_text("hay needle hay\n")
+    (tree / "ignored.txt").write_text("needle\n")
+    (tree / "c.txt").write_text("hay\n")
+    rg = Path(rg_path)
+
+    bound = bench_bound.prepare(rg, tree, "needle")
+    assert bound.files == 2 and not bound.overflows and len(bound.runs) == 1
+    assert bound.runs[0][-3:] == (b"--", b"a.txt", b"sub/b.txt")
+    assert bench_bound.run(rg, tree, bound) > 0
+
+    nothing = bench_bound.prepare(rg, tree, "absent")
+    assert nothing.files == 0 and nothing.runs[0][-1] == b"/dev/null"
+
+    over = bench_bound.prepare(rg, tree, "needle", cap=1000)  # --json of 51 matches is ~15 KB
+    standard = subprocess.run(
+        [rg_path, "--no-config", *bench_bound.STANDARD, "--regexp=needle", "a.txt", "sub/b.txt"],
+        cwd=tree,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert over.overflows and over.stop_after is not None and 0 < over.stop_after < len(standard) // 5
+    assert bench_bound.run(rg, tree, over) > 0
+
+    assert bench_bound._split([b"a" * 10] * 5, 40) == [[b"a" * 10, b"a" * 10], [b"a" * 10, b"a" * 10], [b"a" * 10]]

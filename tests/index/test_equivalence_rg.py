@@ -555,7 +555,7 @@ def _unmount_under(path: Path) -> None:
         _mount_off(Path(point))
 
 
-TALLY = {"calls": 0, "answered": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
+TALLY = {"calls": 0, "answered": 0, "not held": 0, "rebuilds": 0, "restarts": 0, "within a tick": 0}
 TALLY.update(guest_calls=0, guest_asked=0, guest_answered=0, globs=0, glanced=0)
 
 # How a guest's environment differs from the owner's ({"PATH", "HOME": <index dir>}), and whether their
@@ -604,9 +604,22 @@ class Counting:
         return None if isinstance(found, Walk) else found
 
     async def grep(self, *args: Any) -> Any:
-        found = await self.workspace.grep(*args)
-        TALLY["answered"] += not isinstance(found, Walk)
-        return None if isinstance(found, Walk) else found
+        # As the daemon asks its own index: the rule files are checked while ripgrep runs with the answer
+        # (GrepFiles.holds), so an edit no event reports is found after the answer was made.
+        found = await self.workspace.grep(*args, rules_later=True)
+        if isinstance(found, Walk):
+            return None
+        TALLY["answered"] += 1
+        holds = found.holds
+        assert holds is not None
+
+        def counted() -> bool:
+            held = holds()
+            TALLY["answered"] -= not held
+            TALLY["not held"] += not held
+            return held
+
+        return found._replace(holds=counted)
 
     def walk_note(self, cwd: str) -> None:
         return None

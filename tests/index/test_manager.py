@@ -56,6 +56,13 @@ def run(body: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(body())
 
 
+def checked(found: GrepFiles | None) -> GrepFiles | None:
+    """An answer of this daemon's own index, its rule check (left for the time ripgrep runs) made: it holds."""
+    assert found is not None and found.holds is not None
+    assert found.holds()
+    return found._replace(holds=None)
+
+
 # --- modes and workspaces ------------------------------------------------------------------------------------
 
 
@@ -158,7 +165,7 @@ def test_answers_and_walks_are_counted_by_reason(rg_path: str, tmp_path: Path) -
         assert await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) is None  # building
         await ready(m)
         files = await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY)
-        assert files == GrepFiles([b"src/rare.c"], [])
+        assert checked(files) == GrepFiles([b"src/rare.c"], [])
         assert await m.grep(root, GrepQuery("."), NO_DENY) is None
         assert await m.grep(str(tmp_path), GrepQuery("RARE_WORD_HERE"), NO_DENY) is None
         listed = await m.glob(root, GlobQuery("*.c"), NO_DENY)
@@ -167,6 +174,36 @@ def test_answers_and_walks_are_counted_by_reason(rg_path: str, tmp_path: Path) -
         assert status.role == "owner" and status.answered == {"glob": 1, "grep": 1}
         assert status.walked == 3
         assert status.walked_because == {Walk.BUILDING: 1, Walk.NO_LITERALS: 1, Walk.OUTSIDE: 1}
+        m.close()
+
+    run(body)
+
+
+def test_a_rule_file_changed_before_the_check_left_for_ripgreps_run_sends_grep_walking(
+    rg_path: str, tmp_path: Path
+) -> None:
+    """The answer is given before the rule files are checked; an ignore file changed by then: the check
+    says the answer no longer holds, grep's list is in doubt (searches walk) until it is listed again."""
+
+    async def body() -> None:
+        root = str(tree(tmp_path / "w"))
+        m = make(rg_path, tmp_path / "index")
+        m.set_workspace(root)
+        await ready(m)
+        ws = m._workspace
+        assert ws is not None and ws._fresh is not None
+        found = await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY)
+        assert found is not None and found.holds is not None
+        fresh = ws._fresh
+        # An ignore file made in the workspace's parent directory (ripgrep reads it; no watch sees it).
+        (tmp_path / ".ignore").write_text("rare.c\n")
+        assert not found.holds()
+        assert fresh.grep_doubt is not None
+        assert await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) is None
+        assert m.walked_because == {Walk.IN_DOUBT: 1}
+        await until(lambda: fresh.grep_doubt is None)  # listed again, on the index's own schedule
+        again = await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY)
+        assert checked(again) == GrepFiles([], [])  # grep's walk no longer reads rare.c: nothing to search
         m.close()
 
     run(body)
@@ -196,7 +233,7 @@ def test_an_error_inside_the_index_fails_it_and_the_search_walks(
         assert m.walked_because == {Walk.INDEX_ERROR: 1, Walk.FAILED: 1}
         # After the pause, a fresh index is built and answers again.
         await until(lambda: m._workspace is not ws and m._workspace is not None and m._workspace.state == READY)
-        assert await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) == GrepFiles([b"src/rare.c"], [])
+        assert checked(await m.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY)) == GrepFiles([b"src/rare.c"], [])
         m.close()
 
     run(body)
@@ -243,6 +280,7 @@ def test_a_second_manager_asks_the_first_and_takes_over_when_it_goes(
         assert guest._guest is not None and guest._workspace is None
         assert guest.walk_note(root) is None  # its state is the owner's
         deny = DenyGlobs(("*.h",))
+        # The owner checks its rule files before it answers a guest: nothing is left for the guest to check.
         assert await guest.grep(root, GrepQuery("RARE_WORD_HERE"), deny) == GrepFiles([b"src/rare.c"], [])
         assert await guest.grep(root, GrepQuery("RARE_WORD_HERE"), deny) == GrepFiles([b"src/rare.c"], [])
         assert await guest.grep(root, GrepQuery("."), deny) is None
@@ -258,7 +296,7 @@ def test_a_second_manager_asks_the_first_and_takes_over_when_it_goes(
         await until(lambda: guest._workspace is not None)
         assert guest._guest is None
         await ready(guest)
-        assert await guest.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY) == GrepFiles([b"src/rare.c"], [])
+        assert checked(await guest.grep(root, GrepQuery("RARE_WORD_HERE"), NO_DENY)) == GrepFiles([b"src/rare.c"], [])
         assert (await guest.status()).role == "owner"
         guest.close()
 

@@ -1,7 +1,7 @@
 /* The engine's native part (engine/native.py loads it through ctypes): many files stat-ed in one call.
 
    glob needs every listed file's modification time and the index's rule check needs every rule file's
-   signature before each grep answer; a stat through Python costs ~1.5 us of the interpreter per file on
+   signature for each grep answer; a stat through Python costs ~1.5 us of the interpreter per file on
    top of the system call, so a listing of thousands of files spent more time stat-ing than ripgrep spent
    listing them. This does the same `fstatat` calls in a loop, without the GIL.
 

@@ -2,7 +2,7 @@
 where the library is missing, of another ABI, or says it is not implemented there (Windows).
 
 glob stats every file ripgrep lists (its modification time orders the listing) and the index checks the
-signature of every rule file of grep's walk before each grep answer. Through `os.stat` each file costs
+signature of every rule file of grep's walk for each grep answer. Through `os.stat` each file costs
 the interpreter ~1.5 us beyond the system call, which made the stat-ing of a listing of a few thousand
 files cost more than ripgrep's listing itself (docs/performance.md, "The small calls"). The library makes
 the same `fstatat` calls in one loop, the GIL released.

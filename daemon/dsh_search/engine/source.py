@@ -15,10 +15,16 @@ result byte-identical to the walk's, so it says exactly what the walk would have
 A source is asked with the search's query as the method face made it (engine/request.py), carried
 unchanged, and the directory the search runs in. It answers `None` whenever it cannot promise the
 walk's answer; the engine never second-guesses an answer.
+
+A grep answer may leave one check for the time ripgrep runs (`GrepFiles.holds`: the index stats the rule
+files of grep's walk, about as long as ripgrep takes to start): the engine starts ripgrep with the files,
+calls it while ripgrep reads them, and when it says False stops that run and walks instead — an answer
+is only ever read from a run whose files still held.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from dsh_search.engine.paths import DenyGlobs
@@ -36,6 +42,8 @@ class GrepFiles(NamedTuple):
     # (a directory as ripgrep prints it, the paths of the files to walk to in it relative to the search's
     # cwd — what ripgrep matches a `--glob` against)
     walk_to: list[tuple[bytes, list[bytes]]]
+    # the check left until ripgrep runs: True while these files still answer the search (None: none left)
+    holds: Callable[[], bool] | None = None
 
 
 class FileSource(Protocol):

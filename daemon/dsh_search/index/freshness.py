@@ -373,6 +373,16 @@ class Freshness:
             if changed is not None:
                 self.doubt_grep(f"a rule file of grep's walk changed: {changed}")
 
+    def rules_hold(self) -> bool:
+        """`check_rules` for a grep answer given before it (planner: `rules_later`), made while ripgrep
+        reads the answer's files: whether grep's list still holds. A failing check doubts everything."""
+        try:
+            self.check_rules()
+        except Exception as exc:  # a bug or an OS error must cost speed, never an answer
+            self.doubt_everything(f"checking the workspace failed: {exc}")
+            return False
+        return self.grep_doubt is None
+
     # --- what a search needs to know -------------------------------------------------------------------
 
     def refresh_stats(self) -> None:

@@ -372,12 +372,16 @@ class IndexManager:
             ws.fail(f"glob failed: {exc}", exc)
             return Walk.INDEX_ERROR
 
-    async def _grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | Walk:
+    async def _grep(
+        self, cwd: str, query: GrepQuery, deny: DenyGlobs, *, rules_later: bool = False
+    ) -> GrepFiles | Walk:
+        """The workspace's answer. `rules_later` (this daemon's own searches): the rule files are checked
+        while ripgrep runs (engine/source.py, `GrepFiles.holds`); a guest's answer is checked whole first."""
         ws = self._active()
         if isinstance(ws, Walk):
             return ws
         try:
-            return await ws.grep(cwd, query, deny)
+            return await ws.grep(cwd, query, deny, rules_later=rules_later)
         except Exception as exc:  # corrupt on disk, or a bug: it costs speed, never an answer
             log.exception("workspace index: grep %r in %s failed; walking", query.pattern, cwd)
             ws.fail(f"grep failed: {exc}", exc)
@@ -404,7 +408,7 @@ class IndexManager:
         if self._guest is not None:
             found = await self._ask("grep", cwd, query, deny)
         else:
-            found = await self._grep(cwd, query, deny)
+            found = await self._grep(cwd, query, deny, rules_later=True)
         return self._counted("grep", found if isinstance(found, GrepFiles | Walk) else Walk.OWNER_SILENT)
 
     def _counted(self, tool: str, found: F | Walk) -> F | None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -125,8 +126,13 @@ class Indexed(Protocol):
         """grep's list: ripgrep's own --files."""
         ...
 
-    async def usable(self, tool: str) -> Freshness | Walk:
-        """The bookkeeping, checked and drained, when the index may answer a search of `tool`."""
+    async def usable(self, tool: str, *, rules: bool = True) -> Freshness | Walk:
+        """The bookkeeping, checked and drained, when the index may answer a search of `tool` (`rules`:
+        grep's rule files checked too, else left to `rules_hold`)."""
+        ...
+
+    def rules_hold(self, fresh: Freshness) -> bool:
+        """The rule files' check left by `usable("grep", rules=False)`: whether grep's list still holds."""
         ...
 
     def reading(self) -> AbstractContextManager[tuple[list[Shard], int] | None]:
@@ -170,14 +176,18 @@ class Planner:
 
     # --- grep ----------------------------------------------------------------------------------------
 
-    async def grep(self, ws: Indexed, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | Walk:
-        """The files ripgrep reads for this grep from `cwd`, or why the search walks."""
+    async def grep(
+        self, ws: Indexed, cwd: str, query: GrepQuery, deny: DenyGlobs, *, rules_later: bool = False
+    ) -> GrepFiles | Walk:
+        """The files ripgrep reads for this grep from `cwd`, or why the search walks. `rules_later`: the
+        rule files of grep's walk are not checked first; the answer carries that check (`GrepFiles.holds`)
+        for the engine to make while ripgrep reads the files (engine/source.py)."""
         if not answers.inside(ws.root, cwd):
             return Walk.OUTSIDE  # never waits for a build it cannot use
         narrowed = narrowing(query)
         if isinstance(narrowed, Walk):
             return narrowed
-        fresh = await ws.usable("grep")
+        fresh = await ws.usable("grep", rules=not rules_later)
         if isinstance(fresh, Walk):
             return fresh
         root = answers.search_root(ws.root, ws.real_root, cwd, query.path)
@@ -200,7 +210,10 @@ class Planner:
             if held is None:
                 return Walk.FAILED
             shards, grep_files = held
-            return await self.choose(shards, fresh, root, narrowed, deny, grep_files)
+            found = await self.choose(shards, fresh, root, narrowed, deny, grep_files)
+        if rules_later and isinstance(found, GrepFiles):
+            return found._replace(holds=functools.partial(ws.rules_hold, fresh))
+        return found
 
     def _plan(self, shards: list[Shard], query: Query) -> Plan | None:
         """The lookup for `query`, its literals' rarest trigrams chosen by their document counts; None

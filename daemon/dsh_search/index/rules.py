@@ -1,4 +1,4 @@
-"""The rules of grep's walk, checked by `stat` before every grep: what no watched directory reports.
+"""The rules of grep's walk, checked by `stat` for every grep: what no watched directory reports.
 
 ripgrep decides which files grep reads from ignore files (`.gitignore`, `.ignore`, `.rgignore`), a
 repository's `.git/info/exclude` and git's global excludes file, and from where repositories are (a
@@ -17,7 +17,8 @@ Many edits do not:
 
 `RuleFiles` keeps the signature of each such file (device, inode, type, size, modification and change
 times; or that it is missing, and why) as it was when ripgrep last listed grep's files; `changed()`,
-run before every grep answer, stats them all again — one `stat` per rule file, in one native call
+run for every grep answer (before it, or for this daemon's own searches while ripgrep reads the answer's
+files: planner.py, `rules_later`), stats them all again — one `stat` per rule file, in one native call
 (engine/native.py), a few dozen files in most trees and ~330 in the Linux tree — and says whether any
 differs. Then grep's list is in doubt until ripgrep lists it again. A directory (a `.git` reached through
 a link) is compared by identity only: what happens inside it is its files' business. A rule file that was

@@ -188,9 +188,10 @@ class Workspace:
         if self._on_failure is not None:
             self._on_failure(self)
 
-    async def usable(self, tool: str) -> Freshness | Walk:
+    async def usable(self, tool: str, *, rules: bool = True) -> Freshness | Walk:
         """The bookkeeping, checked and drained, when the index may answer a search of `tool` ("glob" or
-        "grep") at all now; else why not (the planner's gate 3)."""
+        "grep") at all now; else why not (the planner's gate 3). `rules=False`: grep's rule files are left
+        for the caller to check (`Freshness.rules_hold`) while ripgrep runs with the answer."""
         fresh, shard_set = self._fresh, self._set
         if self.state != READY or shard_set is None or fresh is None:
             return Walk.FAILED if self.state == FAILED else Walk.BUILDING
@@ -199,7 +200,7 @@ class Workspace:
             return Walk.FAILED
         try:
             fresh.check()
-            if tool == "grep":
+            if tool == "grep" and rules:
                 fresh.check_rules()
         except Exception as exc:  # a bug or an OS error must cost speed, never an answer
             log.debug("workspace index check failed", exc_info=True)
@@ -214,6 +215,14 @@ class Workspace:
         if fresh.pending():
             self._schedule()
         return fresh
+
+    def rules_hold(self, fresh: Freshness) -> bool:
+        """The rule files' check of a grep answer given with `usable("grep", rules=False)`, made while
+        ripgrep reads its files: whether grep's list still holds (if not, it is listed again soon)."""
+        held = fresh.rules_hold()
+        if fresh.pending():
+            self._schedule()
+        return held
 
     async def _walked_again(self, fresh: Freshness, wait_s: float | None = WALK_AGAIN_WAIT_S) -> bool:
         """Walk the directories read again (`fresh.unwalked`), on a thread, and wait for it at most `wait_s`
@@ -546,5 +555,5 @@ class Workspace:
     async def glob(self, cwd: str, query: GlobQuery, deny: DenyGlobs) -> GlobFiles | Walk:
         return await self._planner.glob(self, cwd, query, deny)
 
-    async def grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs) -> GrepFiles | Walk:
-        return await self._planner.grep(self, cwd, query, deny)
+    async def grep(self, cwd: str, query: GrepQuery, deny: DenyGlobs, *, rules_later: bool = False) -> GrepFiles | Walk:
+        return await self._planner.grep(self, cwd, query, deny, rules_later=rules_later)

@@ -19,6 +19,7 @@ gives (the standard printer's reading says Unsure whenever it cannot promise tha
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -152,6 +153,14 @@ async def _search(
     The source learns how long a walk took."""
     source = searcher.source
     chosen = None if source is None else await source.grep(where.cwd, query, searcher.deny_globs)
+    if chosen is not None and chosen.holds is not None:
+        held = await _held(chosen.holds, runner(searcher, query, chosen, where, tally))
+        if held is not None:
+            return held
+        log.debug("grep: the file source's answer no longer held once ripgrep ran with it; ripgrep walks")
+        if tally is not None:
+            tally.items = tally.files = 0
+        return await runner(searcher, query, None, where, tally)
     if chosen is None and tally is not None and source is not None:
         tally.note = source.walk_note(where.cwd)  # ripgrep walks; a progress note says why
     started = time.monotonic()
@@ -159,6 +168,29 @@ async def _search(
     if chosen is None and source is not None:
         source.note_walk(where.cwd, time.monotonic() - started)
     return found, result
+
+
+async def _held(holds: Callable[[], bool], run: Awaitable[tuple[Found, RgResult]]) -> tuple[Found, RgResult] | None:
+    """`run` (ripgrep over the source's files), with the source's last check made while it runs: its
+    result, or None when the check said the files no longer hold (the run is stopped, its ripgrep ended)."""
+    task = asyncio.ensure_future(run)
+    await asyncio.sleep(0)  # the run starts: it hands ripgrep's spawn to the thread that owns the child
+    try:
+        ok = holds()
+    except Exception:  # a bug of the source's must cost speed, never an answer: ripgrep walks
+        log.exception("grep: the file source's last check failed; ripgrep walks")
+        ok = False
+    except BaseException:
+        task.cancel()
+        await asyncio.wait([task])
+        raise
+    if ok:
+        return await task  # a cancel of this search cancels the run with it
+    task.cancel()
+    await asyncio.wait([task])  # never raises what the run raised; a cancel of this search still ends here
+    if not task.cancelled():
+        task.exception()  # retrieved: the run's own failure does not matter, its answer is not read
+    return None
 
 
 async def _lines(

@@ -1,0 +1,103 @@
+"""How many files an index of each kind would hand ripgrep for a literal, measured on a tree without
+building one (docs/performance.md, part 4, "What would give the index the selectivity").
+
+    .venv/bin/python scripts/selectivity_probe.py TREE [--rg PATH] [--bits 4,8,16] LITERAL ...
+
+For each literal, one table row: the files (and their megabytes) that hold every byte trigram of it —
+what the content index hands ripgrep today (index/grams.py) — then, of those, the files a "follow mask"
+would keep (for each of the literal's trigrams, the bytes that follow it anywhere in the file, hashed
+into `bits` bits, must include the byte that follows it in the literal), the files that hold every
+exact 4-gram and 5-gram of it, and the files that hold it. The n-gram sets are found by ripgrep
+(`-l -F -a`, each gram over the files that held the grams before it); a file's text for the masks is
+read as the index reads it, up to its first NUL. A measurement tool: nothing here is the daemon's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES_AT_ONCE = 2000  # files named on one ripgrep command line
+
+
+def holding(rg: str, tree: str, literals: list[bytes], files: list[str] | None = None) -> list[str]:
+    """The files under `tree` (or among `files`) that hold every one of `literals`, as ripgrep finds them."""
+    for literal in literals:
+        argv = [rg, "--no-config", "--files-with-matches", "--fixed-strings", "--text", "--no-ignore", "--hidden"]
+        argv.append("--regexp=" + literal.decode("latin-1"))
+        if files is None:
+            found = subprocess.run([*argv, "."], cwd=tree, capture_output=True, check=False).stdout
+            files = found.decode("latin-1").splitlines()
+            continue
+        kept: list[str] = []
+        for at in range(0, len(files), NAMES_AT_ONCE):
+            named = files[at : at + NAMES_AT_ONCE]
+            found = subprocess.run([*argv, "--", *named], cwd=tree, capture_output=True, check=False).stdout
+            kept += found.decode("latin-1").splitlines()
+        files = kept
+        if not files:
+            break
+    return files if files is not None else []
+
+
+def grams(literal: bytes, n: int) -> list[bytes]:
+    return list(dict.fromkeys(literal[i : i + n] for i in range(len(literal) - n + 1)))
+
+
+def bucket(byte: int, bits: int) -> int:
+    return ((byte * 0x9E3779B1) >> 7) % bits
+
+
+def follows(text: bytes, gram: bytes, bits: int) -> int:
+    """The mask of the bytes that follow `gram` in `text`, each hashed into one of `bits` bits."""
+    mask, full, at = 0, (1 << bits) - 1, text.find(gram)
+    while at >= 0 and mask != full:
+        if at + len(gram) < len(text):
+            mask |= 1 << bucket(text[at + len(gram)], bits)
+        at = text.find(gram, at + 1)
+    return mask
+
+
+def masked(tree: str, files: list[str], literal: bytes, bits: int) -> list[str]:
+    """The `files` that a follow mask of `bits` bits a posting would keep for `literal`."""
+    need = [(literal[i : i + 3], literal[i + 3]) for i in range(len(literal) - 3)]
+    kept = []
+    for name in files:
+        text = Path(tree, name).read_bytes().split(b"\0", 1)[0]
+        if all(follows(text, gram, bits) >> bucket(after, bits) & 1 for gram, after in need):
+            kept.append(name)
+    return kept
+
+
+def size(tree: str, files: list[str]) -> str:
+    megabytes = sum(os.path.getsize(os.path.join(tree, name)) for name in files) / 1e6
+    return f"{len(files):,}, {megabytes:.0f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree")
+    parser.add_argument("literals", nargs="+")
+    parser.add_argument("--rg", default=str(ROOT / "dist" / "dsh-search-rg"))
+    parser.add_argument("--bits", default="4,8,16", help="the masks' widths, comma-separated")
+    args = parser.parse_args()
+    tree = os.path.abspath(args.tree)
+    widths = [int(b) for b in args.bits.split(",")]
+    masks = " | ".join(f"+ a {b}-bit mask" for b in widths)
+    print(f"| literal | trigrams | {masks} | exact 4-grams | exact 5-grams | files that hold it |")
+    print("|---" * (5 + len(widths)) + "|")
+    for text in args.literals:
+        literal = text.encode()
+        trigram = holding(args.rg, tree, grams(literal, 3))
+        cells = [size(tree, trigram)]
+        cells += [size(tree, masked(tree, trigram, literal, bits)) for bits in widths]
+        cells += [size(tree, holding(args.rg, tree, grams(literal, n), trigram)) for n in (4, 5)]
+        cells.append(f"{len(holding(args.rg, tree, [literal], trigram)):,}")
+        print(f"| `{text}` | " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

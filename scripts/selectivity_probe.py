@@ -10,14 +10,27 @@ into `bits` bits, must include the byte that follows it in the literal), the fil
 exact 4-gram and 5-gram of it, and the files that hold it. The n-gram sets are found by ripgrep
 (`-l -F -a`, each gram over the files that held the grams before it); a file's text for the masks is
 read as the index reads it, up to its first NUL. A measurement tool: nothing here is the daemon's.
+
+    .venv/bin/python scripts/selectivity_probe.py --segments SET_DIR
+
+prints what the postings of an index set on disk (its `content-*.grams` segments, index/shards.py) take
+now and would take with a mask of 4 or 8 bits folded into each posting's varint (`delta << bits | mask`),
+or kept as one more byte a posting: the price on disk of the masks above.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import subprocess
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy
+    from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES_AT_ONCE = 2000  # files named on one ripgrep command line
@@ -77,7 +90,53 @@ def size(tree: str, files: list[str]) -> str:
     return f"{len(files):,}, {megabytes:.0f} MB"
 
 
+def varint_bytes(values: NDArray[numpy.int64]) -> int:
+    """The bytes of these values written as LEB128 varints."""
+    import numpy
+
+    out = numpy.ones(len(values), dtype=numpy.int64)
+    rest = values >> 7
+    while rest.any():
+        out += rest > 0
+        rest = rest >> 7
+    return int(out.sum())
+
+
+def segments(directory: str) -> None:
+    """What the postings of the set's segments take now, and with a mask a posting."""
+    import numpy
+
+    sys.path.insert(0, str(ROOT / "daemon"))
+    from dsh_search.index import shards
+
+    count = now = folded4 = folded8 = 0
+    for path in sorted(glob.glob(os.path.join(directory, "content-*.grams"))):
+        data = Path(path).read_bytes()
+        header = shards._HEADER.unpack_from(data)
+        if header[0] != shards.SEGMENT_MAGIC:
+            sys.exit(f"{path}: not a segment")
+        postings = numpy.frombuffer(data, dtype=numpy.uint8, offset=shards.HEADER_BYTES, count=header[7])
+        ends = numpy.flatnonzero(postings < 0x80)  # a varint's last byte
+        starts = numpy.concatenate(([0], ends[:-1] + 1))
+        lengths = ends - starts + 1
+        deltas = numpy.zeros(len(ends), dtype=numpy.int64)
+        for k in range(int(lengths.max(initial=0))):
+            longer = lengths > k
+            deltas[longer] |= (postings[starts[longer] + k].astype(numpy.int64) & 0x7F) << (7 * k)
+        count += len(deltas)
+        now += len(postings)
+        folded4 += varint_bytes(deltas << 4)
+        folded8 += varint_bytes(deltas << 8)
+    print(f"postings: {count:,}; their bytes now {now:,}")
+    print(f"  a 4-bit mask folded into each varint: {folded4:,} (+{folded4 - now:,})")
+    print(f"  an 8-bit mask folded into each varint: {folded8:,} (+{folded8 - now:,})")
+    print(f"  an 8-bit mask as one more byte a posting: {now + count:,} (+{count:,})")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--segments"] and len(sys.argv) == 3:
+        segments(sys.argv[2])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree")
     parser.add_argument("literals", nargs="+")

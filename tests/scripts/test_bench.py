@@ -21,6 +21,7 @@ sys.path.insert(0, str(SCRIPTS))
 
 import bench_bound  # noqa: E402 - scripts/ is not a package
 import bench_corpus  # noqa: E402
+import selectivity_probe  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -137,3 +138,27 @@ def test_the_bound_names_exactly_the_answers_files(rg_path: str, tmp_path: Path)
     assert bench_bound.run(rg, tree, over) > 0
 
     assert bench_bound._split([b"a" * 10] * 5, 40) == [[b"a" * 10, b"a" * 10], [b"a" * 10, b"a" * 10], [b"a" * 10]]
+
+
+def test_the_selectivity_probe_counts_what_each_index_would_keep(rg_path: str, tmp_path: Path) -> None:
+    """scripts/selectivity_probe.py: the trigram candidates, then the follow mask's and the exact n-grams'
+    subsets of them — a file holding the literal is kept by every one, a file holding its trigrams apart
+    by the trigrams only (and by a mask only where the two following bytes share a bucket)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "whole.txt").write_bytes(b"xx abcd yy\n")
+    (tree / "apart.txt").write_bytes(b"abcz zbcd\n")  # abc and bcd, never abc followed by d
+    (tree / "none.txt").write_bytes(b"nothing\n")
+    (tree / "after-nul.txt").write_bytes(b"abz\0abcd\n")  # the index reads up to the NUL; ripgrep -a reads on
+    rg, literal = rg_path, b"abcd"
+    import numpy
+
+    trigram = sorted(selectivity_probe.holding(rg, str(tree), selectivity_probe.grams(literal, 3)))
+    assert trigram == ["./after-nul.txt", "./apart.txt", "./whole.txt"]
+    for bits in (4, 8, 16):
+        kept = selectivity_probe.masked(str(tree), trigram, literal, bits)
+        apart_kept = selectivity_probe.bucket(ord("z"), bits) == selectivity_probe.bucket(ord("d"), bits)
+        assert kept == [p for p in trigram if p == "./whole.txt" or (p == "./apart.txt" and apart_kept)]
+    four = selectivity_probe.holding(rg, str(tree), selectivity_probe.grams(literal, 4), trigram)
+    assert sorted(four) == ["./after-nul.txt", "./whole.txt"]
+    assert selectivity_probe.varint_bytes(numpy.array([0, 127, 128, 16383, 16384])) == 1 + 1 + 2 + 2 + 3

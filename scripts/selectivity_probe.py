@@ -9,7 +9,9 @@ would keep (for each of the literal's trigrams, the bytes that follow it anywher
 into `bits` bits, must include the byte that follows it in the literal), the files that hold every
 exact 4-gram and 5-gram of it, and the files that hold it. The n-gram sets are found by ripgrep
 (`-l -F -a`, each gram over the files that held the grams before it); a file's text for the masks is
-read as the index reads it, up to its first NUL. A measurement tool: nothing here is the daemon's.
+read as the index reads it, up to its first NUL (ripgrep's `--text` reads past it, so a file whose
+literal comes only after a NUL counts among the n-gram columns and not the index's). A measurement tool:
+nothing here is the daemon's.
 
     .venv/bin/python scripts/selectivity_probe.py --segments SET_DIR
 
@@ -33,24 +35,27 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES_AT_ONCE = 2000  # files named on one ripgrep command line
+sys.path.insert(0, str(ROOT / "daemon"))
+
+import bench_bound  # noqa: E402 - scripts/ is not a package
+from dsh_search.index import shards  # noqa: E402
+from dsh_search.osdep import argv_names_budget  # noqa: E402
 
 
 def holding(rg: str, tree: str, literals: list[bytes], files: list[str] | None = None) -> list[str]:
-    """The files under `tree` (or among `files`) that hold every one of `literals`, as ripgrep finds them."""
+    """The files under `tree` (or among `files`) that hold every one of `literals`, as ripgrep finds them;
+    names beyond one command line are split as scripts/bench_bound.py splits them."""
     for literal in literals:
-        argv = [rg, "--no-config", "--files-with-matches", "--fixed-strings", "--text", "--no-ignore", "--hidden"]
-        argv.append("--regexp=" + literal.decode("latin-1"))
+        argv = [rg, "--no-config", "--files-with-matches", "--null", "--fixed-strings", "--text", "--no-ignore"]
+        argv += ["--hidden", "--regexp=" + os.fsdecode(literal)]
         if files is None:
-            found = subprocess.run([*argv, "."], cwd=tree, capture_output=True, check=False).stdout
-            files = found.decode("latin-1").splitlines()
-            continue
-        kept: list[str] = []
-        for at in range(0, len(files), NAMES_AT_ONCE):
-            named = files[at : at + NAMES_AT_ONCE]
-            found = subprocess.run([*argv, "--", *named], cwd=tree, capture_output=True, check=False).stdout
-            kept += found.decode("latin-1").splitlines()
-        files = kept
+            runs = [[b"."]]
+        else:
+            runs = bench_bound._split([os.fsencode(name) for name in files], argv_names_budget())
+        found = b"".join(
+            subprocess.run([*argv, "--", *run], cwd=tree, capture_output=True, check=False).stdout for run in runs
+        )
+        files = [os.fsdecode(name) for name in found.split(b"\0") if name]
         if not files:
             break
     return files if files is not None else []
@@ -105,9 +110,6 @@ def varint_bytes(values: NDArray[numpy.int64]) -> int:
 def segments(directory: str) -> None:
     """What the postings of the set's segments take now, and with a mask a posting."""
     import numpy
-
-    sys.path.insert(0, str(ROOT / "daemon"))
-    from dsh_search.index import shards
 
     count = now = folded4 = folded8 = 0
     for path in sorted(glob.glob(os.path.join(directory, "content-*.grams"))):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +152,6 @@ def test_the_selectivity_probe_counts_what_each_index_would_keep(rg_path: str, t
     (tree / "none.txt").write_bytes(b"nothing\n")
     (tree / "after-nul.txt").write_bytes(b"abz\0abcd\n")  # the index reads up to the NUL; ripgrep -a reads on
     rg, literal = rg_path, b"abcd"
-    import numpy
 
     trigram = sorted(selectivity_probe.holding(rg, str(tree), selectivity_probe.grams(literal, 3)))
     assert trigram == ["./after-nul.txt", "./apart.txt", "./whole.txt"]
